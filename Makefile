@@ -1,0 +1,37 @@
+# Two commands on a fresh machine: `make test` and (later) `make serve`.
+PYTHON ?= python3
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+VENV := .venv
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+
+.PHONY: install test lint typecheck pytest bench clean
+
+$(UV):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check "uv>=0.5,<1"
+
+$(VENV)/.synced: $(UV) pyproject.toml uv.lock
+	$(UV) sync --locked --extra dev --python $(PYTHON)
+	touch $@
+
+install: $(VENV)/.synced
+
+lint: install
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+pytest: install
+	$(VENV)/bin/pytest
+
+test: lint typecheck pytest
+
+bench: install
+	$(VENV)/bin/python bench/protocol.py
+
+clean:
+	rm -rf $(VENV) $(TOOLS) .mypy_cache .ruff_cache .pytest_cache
