@@ -50,6 +50,7 @@ __all__ = [
     "is_safe_id",
     "not_null",
     "number_at_least",
+    "one_of",
     "pattern",
     "text",
     "thaw",
@@ -267,6 +268,18 @@ def pattern(regex: str) -> Callable[[Any], str]:
     def check(value: Any) -> str:
         if type(value) is not str or compiled.fullmatch(value) is None:
             raise ValueError("string does not match")
+        return value
+
+    return check
+
+
+def one_of(*choices: str) -> Callable[[Any], Any]:
+    """A validator accepting exactly one of ``choices`` (case-sensitive, ``str`` only)."""
+    allowed = frozenset(choices)
+
+    def check(value: Any) -> Any:
+        if type(value) is not str or value not in allowed:
+            raise ValueError("unexpected value")
         return value
 
     return check
