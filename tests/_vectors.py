@@ -20,8 +20,7 @@ def expand(node: Any, i: int | None = None) -> Any:
     if isinstance(node, dict):
         if list(node) == ["$str"]:
             return "".join(
-                expand(p, i) if isinstance(p, str) else expand(p[0], i) * p[1]
-                for p in node["$str"]
+                expand(p, i) if isinstance(p, str) else expand(p[0], i) * p[1] for p in node["$str"]
             )
         if list(node) == ["$seq"]:
             out: list[Any] = []
@@ -70,7 +69,10 @@ def as_doubles(value: Any) -> Any:
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int | float):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:
+            return float("inf") if value > 0 else float("-inf")
     if isinstance(value, dict):
         return {k: as_doubles(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

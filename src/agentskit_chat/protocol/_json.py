@@ -185,7 +185,7 @@ def js_number(value: float) -> str:
         return "null"
     if x == 0:
         return "0"
-    if x.is_integer() and abs(x) < 1e21:
+    if x.is_integer() and abs(x) <= MAX_SAFE_INTEGER:
         return str(int(x))
     sign = "-" if x < 0 else ""
     mantissa, _, exp = repr(abs(x)).partition("e")

@@ -69,6 +69,10 @@ def _js_lower(value: str) -> str:
     return lowered
 
 
+def _collapse_spaces(value: str) -> str:
+    return " ".join(part for part in value.split(" ") if part).lower()
+
+
 def normalize_knowledge_key(value: str) -> str:
     """Normalize a question or alias to its exact-match key.
 
@@ -80,6 +84,11 @@ def normalize_knowledge_key(value: str) -> str:
     'install cli'
     """
     if value.isascii():
+        if value.isprintable():
+            # Printable ASCII has one whitespace character, the space.
+            if "  " in value:
+                return _collapse_spaces(value)
+            return value.strip(" ").lower()
         return _WS_RUN.sub(" ", value).strip(" ").lower()
     text = unicodedata2.normalize("NFKC", combine_surrogates(value))
     return _js_lower(_WS_RUN.sub(" ", text).strip(" "))
