@@ -111,8 +111,6 @@ def test_content_hash(case: dict[str, Any]) -> None:
     assert utf8_len(canonical) == expected["canonical_utf8_bytes"]
     if "canonical" in expected:
         assert canonical == expected["canonical"]
-    decoded = decode_local_knowledge_artifact(
-        {**artifact, "contentHash": expected["content_hash"]}
-    )
+    decoded = decode_local_knowledge_artifact({**artifact, "contentHash": expected["content_hash"]})
     assert decoded.ok
     assert utf8_len(decoded.value.to_json()) == expected["validated_artifact_utf8_bytes"]

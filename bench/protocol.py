@@ -1,0 +1,253 @@
+"""Protocol benchmarks: the same work on the same bytes as the TypeScript reference's anchors.
+
+Run with ``make bench`` (or ``.venv/bin/python bench/protocol.py``). Inputs are the shared
+benchmark files (``../shared/bench-data`` next to the repository, or ``$AGENTSKIT_BENCH_DATA``).
+Each group runs in a fresh process, as the reference's protocol asks: ``gc.collect()`` before
+each timed run, warm-up runs first, then five timed runs; the median is reported. Every figure
+is printed beside a floor measured in the same process, as a ratio, and beside the reference's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+import gc
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+import unicodedata
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agentskit_chat.protocol import (
+    AskEventDecoder,
+    decode_ask_events,
+    normalize_knowledge_key,
+    verify_local_knowledge_artifact,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("AGENTSKIT_BENCH_DATA", ROOT.parent / "shared" / "bench-data"))
+TIMED_RUNS = 5
+
+# The reference's medians (../shared/bench-data/REFERENCE.md, headline anchors).
+REFERENCE = {
+    "normalize": (420_759.0, "calls/s"),
+    "verify_text": (68.85, "ms/verify"),
+    "verify_object": (70.69, "ms/verify"),
+    "ask_bytes": (26.4, "MB/s"),
+}
+
+
+def measure(body: Callable[[], Any], *, warmup: int, work: float, rate: bool) -> float:
+    """Median over five timed runs of ``work / elapsed`` (rate) or ``elapsed / work`` in ms."""
+    for _ in range(warmup):
+        body()
+    values = []
+    for _ in range(TIMED_RUNS):
+        gc.collect()
+        start = time.perf_counter()
+        body()
+        elapsed = time.perf_counter() - start
+        values.append(work / elapsed if rate else elapsed * 1000 / work)
+    return statistics.median(values)
+
+
+# --- groups --------------------------------------------------------------------------------------
+
+
+def group_normalize() -> dict[str, float]:
+    queries: list[str] = json.loads((DATA / "queries.json").read_text("utf-8"))
+    normalized = [normalize_knowledge_key(q) for q in queries]
+    digest = hashlib.sha256(
+        json.dumps(normalized, separators=(",", ":"), ensure_ascii=False).encode()
+    ).hexdigest()
+    assert digest == "a9a60c53c380348b80351607c0f5a1c2334e626e46ce59582cc681a616e37cc4", digest
+    sink = 0
+
+    def ours() -> None:
+        nonlocal sink
+        for _ in range(20):
+            for q in queries:
+                sink += len(normalize_knowledge_key(q))
+
+    def floor() -> None:
+        nonlocal sink
+        for _ in range(20):
+            for q in queries:
+                sink += len(unicodedata.normalize("NFKC", q).lower())
+
+    work = 20 * len(queries)
+    return {
+        "normalize": measure(ours, warmup=3, work=work, rate=True),
+        "normalize_floor": measure(floor, warmup=3, work=work, rate=True),
+        "sink": sink,
+    }
+
+
+def group_verify() -> dict[str, float]:
+    raw = (DATA / "artifact-1024.json").read_bytes()
+    text = raw.decode("utf-8")
+    parsed = json.loads(text)
+    options = {
+        "expected_content_hash": parsed["contentHash"],
+        "expected_site_id": "agentskit-bench",
+    }
+    assert verify_local_knowledge_artifact(text, **options).ok
+    assert verify_local_knowledge_artifact(parsed, **options).ok
+    sink = 0
+
+    def ours_text() -> None:
+        nonlocal sink
+        for _ in range(10):
+            sink += verify_local_knowledge_artifact(text, **options).ok
+
+    def ours_object() -> None:
+        nonlocal sink
+        for _ in range(10):
+            sink += verify_local_knowledge_artifact(parsed, **options).ok
+
+    def floor() -> None:
+        # Parse, write the canonical text (the parsed keys minus contentHash are already in
+        # canonical order), hash it: the least any verification has to do.
+        nonlocal sink
+        for _ in range(20):
+            value = orjson.loads(text)
+            expected = value.pop("contentHash")
+            digest = "sha256:" + hashlib.sha256(orjson.dumps(value)).hexdigest()
+            sink += digest == expected
+
+    return {
+        "verify_text": measure(ours_text, warmup=2, work=10, rate=False),
+        "verify_object": measure(ours_object, warmup=2, work=10, rate=False),
+        "verify_floor": measure(floor, warmup=3, work=20, rate=False),
+        "sink": sink,
+    }
+
+
+def group_ask() -> dict[str, float]:
+    data = (DATA / "ask-events.ndjson").read_bytes()
+    chunks = [data[i : i + 65536] for i in range(0, len(data), 65536)]
+    megabytes = len(data) / 1e6
+    expected_events = 291_263
+
+    def ours() -> int:
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        buffer, n = "", 0
+        for chunk in chunks:
+            buffer += decoder.decode(chunk)
+            result = decode_ask_events(buffer)
+            buffer = result.rest
+            n += len(result.events)
+        buffer += decoder.decode(b"", final=True)
+        n += len(decode_ask_events(buffer + "\n").events)
+        return n
+
+    def sans_io() -> int:
+        decoder, n = AskEventDecoder(), 0
+        for chunk in chunks:
+            decoder.feed(chunk)
+            while decoder.next_event() is not None:
+                n += 1
+        decoder.end_of_stream()
+        while decoder.next_event() is not None:
+            n += 1
+        return n
+
+    def floor() -> int:
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        buffer, n = "", 0
+        for chunk in chunks:
+            buffer += decoder.decode(chunk)
+            cursor = 0
+            while (end := buffer.find("\n", cursor)) >= 0:
+                orjson.loads(buffer[cursor:end])
+                n += 1
+                cursor = end + 1
+            buffer = buffer[cursor:]
+        return n
+
+    assert ours() == expected_events
+    assert sans_io() == expected_events
+    assert floor() == expected_events
+    return {
+        "ask_bytes": measure(ours, warmup=2, work=megabytes, rate=True),
+        "ask_sans_io": measure(sans_io, warmup=2, work=megabytes, rate=True),
+        "ask_floor": measure(floor, warmup=2, work=megabytes, rate=True),
+    }
+
+
+GROUPS: dict[str, Callable[[], dict[str, float]]] = {
+    "normalize": group_normalize,
+    "verify": group_verify,
+    "ask": group_ask,
+}
+
+# (label, our key, floor key, reference key, unit, higher is better)
+ROWS = [
+    ("normalize_knowledge_key, 10,000 queries", "normalize", "normalize_floor", "normalize",
+     "calls/s", True),
+    ("verify_local_knowledge_artifact(text), 1,024 entries", "verify_text", "verify_floor",
+     "verify_text", "ms", False),
+    ("verify_local_knowledge_artifact(object)", "verify_object", "verify_floor", "verify_object",
+     "ms", False),
+    ("decode_ask_events client loop, 10.5 MB", "ask_bytes", "ask_floor", "ask_bytes", "MB/s",
+     True),
+    ("AskEventDecoder (sans-IO), same bytes", "ask_sans_io", "ask_floor", "ask_bytes", "MB/s",
+     True),
+]
+FLOORS = {
+    "normalize_floor": "unicodedata NFKC + str.lower",
+    "verify_floor": "orjson parse + canonical dump + hashlib sha256",
+    "ask_floor": "bare orjson line split",
+}
+
+
+def run_group(name: str) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--group", name], check=True, capture_output=True, text=True
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--group", choices=sorted(GROUPS))
+    args = parser.parse_args()
+    if not DATA.is_dir():
+        sys.exit(f"benchmark inputs not found in {DATA} (set AGENTSKIT_BENCH_DATA)")
+    if args.group:
+        print(json.dumps(GROUPS[args.group]()))
+        return
+    results: dict[str, float] = {}
+    for name in GROUPS:
+        results.update(run_group(name))
+    header = f"{'measurement':<52} {'ours':>12} {'floor':>12} {'ours/floor':>10} {'reference':>10} {'vs ref':>7}"
+    print(header)
+    print("-" * len(header))
+    for label, ours_key, floor_key, ref_key, unit, higher in ROWS:
+        ours, floor = results[ours_key], results[floor_key]
+        reference = REFERENCE[ref_key][0]
+        # Ratios read as "times the cost": >1 means slower than the floor or the reference.
+        cost_vs_floor = floor / ours if higher else ours / floor
+        cost_vs_ref = reference / ours if higher else ours / reference
+        print(
+            f"{label:<52} {ours:>12,.2f} {floor:>12,.2f} {cost_vs_floor:>9.2f}x "
+            f"{reference:>10,.2f} {cost_vs_ref:>6.2f}x  ({unit})"
+        )
+    print()
+    print("Ratios are cost multiples: ours/floor 2.00x = twice the floor's time per unit of work;")
+    print("vs ref 0.50x = half the reference's time. Floors, measured in the same process:")
+    for key, what in FLOORS.items():
+        print(f"  {key}: {what}")
+
+
+if __name__ == "__main__":
+    main()
