@@ -426,3 +426,81 @@ def test_artifact_round_trip_and_verification(value: dict[str, Any]) -> None:
     # Reordering keys never changes the hash: the canonical form fixes the order.
     reordered = dict(reversed(list(value.items())))
     assert compute_local_knowledge_artifact_content_hash(reordered) == value["contentHash"]
+
+
+def _answer_with(name: str, path: tuple[str | int, ...], value: Any) -> dict[str, Any]:
+    payload = copy.deepcopy(DETERMINISTIC_ANSWER_FIXTURES[name])
+    target: Any = payload
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    return payload
+
+
+@pytest.mark.parametrize(
+    ("name", "path", "at_bound", "past_bound"),
+    [
+        ("miss", ("message",), "m" * 4096, "m" * 4097),
+        ("miss", ("message",), "😀" * 2048, "😀" * 2048 + "m"),
+        ("miss", ("candidateEntryIds",), [f"e{i}" for i in range(8)], [f"e{i}" for i in range(9)]),
+        ("backend", ("provenance", "provider"), "p" * 128, "p" * 129),
+        ("backend", ("provenance", "model"), " " + "m" * 128 + " ", ""),
+        ("backend", ("answer", "markdown"), "x" * 16384, "x" * 16385),
+        ("backend", ("answer", "markdown"), " ", ""),
+        (
+            "backend",
+            ("answer", "citations"),
+            [{"id": f"c{i}", "title": "T", "href": "/d"} for i in range(8)],
+            [{"id": f"c{i}", "title": "T", "href": "/d"} for i in range(9)],
+        ),
+        (
+            "backend",
+            ("answer", "citations", 0),
+            {"id": "c", "title": "t" * 256, "href": "/d"},
+            {"id": "c", "title": "t" * 257, "href": "/d"},
+        ),
+        ("ambiguous", ("suggestions", 0, "label"), "l" * 256, "l" * 257),
+        ("ambiguous", ("suggestions", 0, "value"), "v" * 512, "v" * 513),
+        ("ambiguous", ("message",), "m" * 4096, ""),
+        ("local", ("provenance", "artifactId"), "a" * 128, "a" * 129),
+    ],
+)
+def test_answer_bounds(
+    name: str, path: tuple[str | int, ...], at_bound: Any, past_bound: Any
+) -> None:
+    if path == ("answer", "citations", 0):
+        base = _answer_with(name, ("answer", "citations"), [at_bound])
+        assert decode_answer_response(base).ok
+        assert not decode_answer_response(
+            _answer_with(name, ("answer", "citations"), [past_bound])
+        ).ok
+        return
+    assert decode_answer_response(_answer_with(name, path, at_bound)).ok
+    assert not decode_answer_response(_answer_with(name, path, past_bound)).ok
+
+
+@pytest.mark.parametrize(
+    ("path", "at_bound", "past_bound"),
+    [
+        (("siteId",), "s" * 128, "s" * 129),
+        (("artifact", "href"), "/" + "d" * 2047, "/" + "d" * 2048),
+        (
+            ("artifact", "href"),
+            "https://example.com/" + "😀" * 1014,
+            "https://example.com/" + "😀" * 1015,
+        ),
+        (("artifact", "contentHash"), "sha256:" + "a" * 64, "sha256:" + "A" * 64),
+        (("fallback", "mode"), "disabled", "Disabled"),
+    ],
+)
+def test_site_config_bounds(path: tuple[str, ...], at_bound: Any, past_bound: Any) -> None:
+    def with_value(value: Any) -> dict[str, Any]:
+        payload = copy.deepcopy(DETERMINISTIC_SITE_CONFIG_FIXTURE)
+        target = payload
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        return payload
+
+    assert decode_deterministic_site_config(with_value(at_bound)).ok
+    assert not decode_deterministic_site_config(with_value(past_bound)).ok

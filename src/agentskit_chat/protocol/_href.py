@@ -30,7 +30,7 @@ def is_safe_href(value: object) -> bool:
     """
     if not isinstance(value, str) or not value:
         return False
-    if len(value) > _MAX_UNITS and utf16_len(value) > _MAX_UNITS:
+    if len(value) > _MAX_UNITS or utf16_len(value) > _MAX_UNITS:
         return False
     if _UNSAFE_CHAR.search(value) is not None or value.startswith("//"):
         return False

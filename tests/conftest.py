@@ -1,0 +1,52 @@
+"""Test-suite wiring: a per-family count of the reference vectors that passed."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from tests._vectors import VECTORS
+
+_IDS: dict[str, str] = {}
+for _path in sorted(VECTORS.glob("*.json")):
+    for _case in json.loads(_path.read_text("utf-8"))["cases"]:
+        _IDS[_case["id"]] = _path.stem
+_TOTALS = Counter(_IDS.values())
+_passed: Counter[str] = Counter()
+_seen: set[tuple[str, str]] = set()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when != "call" or not report.passed:
+        return
+    match = re.search(r"\[([^\]]+)\]$", report.nodeid)
+    if match is None or match.group(1) not in _IDS:
+        return
+    case_id = match.group(1)
+    family = _IDS[case_id]
+    if (family, case_id) not in _seen:
+        _seen.add((family, case_id))
+        _passed[family] += 1
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not _passed:
+        return
+    terminalreporter.section("reference vectors")
+    for family in sorted(_TOTALS):
+        terminalreporter.write_line(f"{family}: {_passed[family]}/{_TOTALS[family]} cases passed")
+    total = sum(_passed.values())
+    terminalreporter.write_line(f"all families: {total}/{sum(_TOTALS.values())} cases passed")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # CI sets this so that a vector test that silently stopped running fails the build.
+    if os.environ.get("AGENTSKIT_REQUIRE_ALL_VECTORS") and sum(_passed.values()) < len(_IDS):
+        missing = {f: _TOTALS[f] - _passed[f] for f in _TOTALS if _passed[f] < _TOTALS[f]}
+        print(f"\nreference vectors not all passed: {missing}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
