@@ -192,16 +192,39 @@ GROUPS: dict[str, Callable[[], dict[str, float]]] = {
 
 # (label, our key, floor key, reference key, unit, higher is better)
 ROWS = [
-    ("normalize_knowledge_key, 10,000 queries", "normalize", "normalize_floor", "normalize",
-     "calls/s", True),
-    ("verify_local_knowledge_artifact(text), 1,024 entries", "verify_text", "verify_floor",
-     "verify_text", "ms", False),
-    ("verify_local_knowledge_artifact(object)", "verify_object", "verify_floor", "verify_object",
-     "ms", False),
-    ("decode_ask_events client loop, 10.5 MB", "ask_bytes", "ask_floor", "ask_bytes", "MB/s",
-     True),
-    ("AskEventDecoder (sans-IO), same bytes", "ask_sans_io", "ask_floor", "ask_bytes", "MB/s",
-     True),
+    (
+        "normalize_knowledge_key, 10,000 queries",
+        "normalize",
+        "normalize_floor",
+        "normalize",
+        "calls/s",
+        True,
+    ),
+    (
+        "verify_local_knowledge_artifact(text), 1,024 entries",
+        "verify_text",
+        "verify_floor",
+        "verify_text",
+        "ms",
+        False,
+    ),
+    (
+        "verify_local_knowledge_artifact(object)",
+        "verify_object",
+        "verify_floor",
+        "verify_object",
+        "ms",
+        False,
+    ),
+    ("decode_ask_events client loop, 10.5 MB", "ask_bytes", "ask_floor", "ask_bytes", "MB/s", True),
+    (
+        "AskEventDecoder (sans-IO), same bytes",
+        "ask_sans_io",
+        "ask_floor",
+        "ask_bytes",
+        "MB/s",
+        True,
+    ),
 ]
 FLOORS = {
     "normalize_floor": "unicodedata NFKC + str.lower",
@@ -229,7 +252,10 @@ def main() -> None:
     results: dict[str, float] = {}
     for name in GROUPS:
         results.update(run_group(name))
-    header = f"{'measurement':<52} {'ours':>12} {'floor':>12} {'ours/floor':>10} {'reference':>10} {'vs ref':>7}"
+    header = (
+        f"{'measurement':<52} {'ours':>12} {'floor':>12} {'ours/floor':>10} "
+        f"{'reference':>10} {'vs ref':>7}"
+    )
     print(header)
     print("-" * len(header))
     for label, ours_key, floor_key, ref_key, unit, higher in ROWS:

@@ -8,6 +8,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 VECTORS = Path(__file__).parent / "vectors"
 
 
@@ -59,8 +61,6 @@ def family(name: str) -> dict[str, Any]:
 
 def cases(name: str) -> list[Any]:
     """``pytest.param`` values for every case of a family, with the case id as the test id."""
-    import pytest
-
     return [pytest.param(case, id=case["id"]) for case in family(name)["cases"]]
 
 

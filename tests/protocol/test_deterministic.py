@@ -99,7 +99,7 @@ def decodes(payload: dict[str, Any]) -> bool:
     return decode_local_knowledge_artifact(payload).ok
 
 
-# --- the spec's golden values ---------------------------------------------------------------------
+# --- the spec's golden values --------------------------------------------------------------------
 
 
 def test_padded_fixture_hashes_and_verifies_like_the_fixture() -> None:
@@ -164,7 +164,7 @@ def test_alias_index_records_owners() -> None:
     assert result.value.verified is False
 
 
-# --- hostile input ----------------------------------------------------------------------------------
+# --- hostile input -------------------------------------------------------------------------------
 
 
 class Exploding(dict[str, Any]):
@@ -213,7 +213,7 @@ def test_hash_of_invalid_input_raises_typed_error_without_input() -> None:
         compute_local_knowledge_artifact_content_hash("{not json")
 
 
-# --- bounds: at each limit and one past -------------------------------------------------------------
+# --- bounds: at each limit and one past ----------------------------------------------------------
 
 
 def test_entry_count_bound() -> None:
@@ -352,7 +352,7 @@ def test_answer_byte_limit_applies_to_text() -> None:
     assert decode_answer_response(padded + " ").diagnostic.code == "DETERMINISTIC_LIMIT_EXCEEDED"  # type: ignore[union-attr]
 
 
-# --- properties ---------------------------------------------------------------------------------------
+# --- properties ----------------------------------------------------------------------------------
 
 
 @settings(max_examples=150, deadline=None)
@@ -372,7 +372,7 @@ def test_decoders_never_raise_or_echo(payload: Any) -> None:
 
 
 aliases = st.text(
-    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12
+    alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=12
 ).filter(lambda s: normalize_knowledge_key(s) != "")
 
 

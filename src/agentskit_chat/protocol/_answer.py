@@ -176,7 +176,9 @@ _ENVELOPE: Final[TypeAdapter[ExactAnswer | ChoicesAnswer | EscalationAnswer]] = 
 )
 
 
-def validate_answer_envelope(candidate: object) -> ExactAnswer | ChoicesAnswer | EscalationAnswer | None:
+def validate_answer_envelope(
+    candidate: object,
+) -> ExactAnswer | ChoicesAnswer | EscalationAnswer | None:
     """Validate an already-parsed answer envelope; ``None`` when invalid. Never raises."""
     return validate_model(_ENVELOPE, candidate)
 
@@ -189,5 +191,5 @@ def decode_answer_response(
         payload,
         protocol=ANSWER_PROTOCOL,
         limit=ANSWER_MAX_BYTES,
-        model=_ENVELOPE,  # type: ignore[arg-type]
+        model=_ENVELOPE,
     )

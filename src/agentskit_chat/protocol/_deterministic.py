@@ -1,4 +1,4 @@
-"""Bounded decoding shared by the deterministic-plane envelopes (``protocol-deterministic.md`` §7)."""
+"""Bounded decoding of the deterministic-plane envelopes (``protocol-deterministic.md`` §7)."""
 
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
-from json.decoder import scanstring
+from collections.abc import Callable, Mapping
+from json import decoder as _stdlib_decoder
 from json.encoder import encode_basestring
 from typing import Any, Final
 
@@ -29,6 +29,11 @@ __all__ = [
 ]
 
 MAX_SAFE_INTEGER: Final = 9007199254740991
+
+
+# The C string scanner of the standard library: JSON string escapes exactly as JSON.parse reads
+# them, lone surrogates included.
+scanstring: Callable[[str, int, bool], tuple[str, int]] = _stdlib_decoder.scanstring  # type: ignore[attr-defined]
 
 
 class JsonSyntaxError(ValueError):
@@ -94,7 +99,7 @@ def _scalar(text: str, pos: int) -> tuple[Any, int]:
 
 def _parse_slow(text: str) -> Any:
     """An iterative recursive-descent parser: no recursion, so no depth limit."""
-    stack: list[tuple[int, Any, str | None]] = []
+    stack: list[tuple[int, Any, Any]] = []
     pos = _WS.match(text, 0).end()  # type: ignore[union-attr]
     end = len(text)
     while True:
@@ -180,7 +185,10 @@ def js_number(value: float) -> str:
     """
     if isinstance(value, int) and abs(value) <= MAX_SAFE_INTEGER:
         return str(value)
-    x = float(value)
+    try:
+        x = float(value)
+    except OverflowError:  # an integer beyond the double range is Infinity in JavaScript
+        return "null"
     if not math.isfinite(x):
         return "null"
     if x == 0:

@@ -14,7 +14,8 @@ from typing import Annotated, Any, Final, Literal
 import orjson
 from pydantic import BeforeValidator, Field, PlainValidator, PrivateAttr, model_validator
 
-from ..errors import ContentHashError
+from agentskit_chat.errors import ContentHashError
+
 from ._decode import NOT_JSON, as_text, parse_candidate
 from ._deterministic import (
     ARTIFACT_MAX_BYTES,
@@ -223,9 +224,7 @@ class LocalKnowledgeArtifact(WireModel):
         for keys in entry_keys:
             if not any(len(owners[key]) == 1 for key in keys):
                 raise ValueError("entry has no alias of its own")
-        if self.expires_at is not None and epoch_ms(self.expires_at) <= epoch_ms(
-            self.generated_at
-        ):
+        if self.expires_at is not None and epoch_ms(self.expires_at) <= epoch_ms(self.generated_at):
             raise ValueError("expiry must follow generation")
         self._alias_index = {key: tuple(ids) for key, ids in owners.items()}
         return self
@@ -307,7 +306,7 @@ def _as_artifact(artifact: object) -> LocalKnowledgeArtifact:
 def _decode_with_placeholder(payload: object) -> DecodeResult[LocalKnowledgeArtifact]:
     candidate: object = payload
     if isinstance(payload, TEXT_TYPES):
-        candidate = parse_candidate(as_text(payload))  # type: ignore[arg-type]
+        candidate = parse_candidate(as_text(payload))
         if candidate is NOT_JSON:
             return NOT_VALID_JSON
     if isinstance(candidate, LocalKnowledgeArtifact):
@@ -403,4 +402,3 @@ def verify_local_knowledge_artifact(
         return CONTENT_HASH_MISMATCH
     artifact._verified = True
     return Decoded(artifact)
-

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
-from ..errors import ProtocolError
+from agentskit_chat.errors import ProtocolError
 
-__all__ = ["Decoded", "DecodeResult", "Diagnostic", "Rejected"]
+__all__ = ["DecodeResult", "Decoded", "Diagnostic", "Rejected"]
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""String rules shared by every envelope: JavaScript whitespace, UTF-16 lengths, key normalization."""
+"""String rules of every envelope: JavaScript whitespace, UTF-16 lengths, key normalization."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ JS_WHITESPACE: Final = (
     "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
 _WS_RUN: Final = re.compile("[" + re.escape(JS_WHITESPACE) + "]+")
-_LOWER_TABLE: Final = {cp: low for cp, low in LOWER_DELTA.items()}
+_LOWER_TABLE: Final = dict(LOWER_DELTA)
 _NEEDS_DELTA: Final = re.compile("[" + "".join(chr(cp) for cp in LOWER_DELTA) + "]")
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 

@@ -128,7 +128,7 @@ def _as_js_int(value: Any) -> int:
 
 
 def int_between(lo: int, hi: int = JS_INT_MAX) -> Callable[[Any], int]:
-    """A validator for a JavaScript safe integer in ``lo..hi`` (``3.0`` counts; ``True`` does not)."""
+    """A validator for a safe integer in ``lo..hi`` (``3.0`` counts; ``True`` does not)."""
 
     def check(value: Any) -> int:
         number = _as_js_int(value)
@@ -174,19 +174,19 @@ def text(lo: int = 0, hi: int | None = None) -> Callable[[Any], str]:
     """A validator for a string of ``lo..hi`` UTF-16 units, kept verbatim (not trimmed)."""
 
     def check(value: Any) -> str:
-        value = _strict_str(value)
-        if lo == 0 and (hi is None or len(value) * 2 <= hi):
-            return value
-        size = utf16_len(value)
+        string = _strict_str(value)
+        if lo == 0 and (hi is None or len(string) * 2 <= hi):
+            return string
+        size = utf16_len(string)
         if size < lo or (hi is not None and size > hi):
             raise ValueError("string length out of range")
-        return value
+        return string
 
     return check
 
 
 def trimmed(lo: int, hi: int) -> Callable[[Any], str]:
-    """A validator that trims with the JavaScript set, then bounds the result to ``lo..hi`` units."""
+    """A validator that trims with the JavaScript set, then bounds the result to ``lo..hi``."""
 
     def check(value: Any) -> str:
         result = js_trim(_strict_str(value))
