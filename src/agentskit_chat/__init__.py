@@ -1,4 +1,4 @@
-"""agentskit-chat: one chat definition, every interface, wire-compatible with AgentsKit Chat v0.4."""
+"""agentskit-chat: one chat definition, every interface, wire-compatible with AgentsKit Chat."""
 
 from __future__ import annotations
 

@@ -8,7 +8,6 @@ rejects anything that is not plain JSON, including containers reached twice in t
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from types import MappingProxyType
 from typing import Annotated, Any, Final
 
@@ -26,7 +25,6 @@ __all__ = [
     "MAX_BOUNDED_STRING_UNITS",
     "BoundedJson",
     "is_bounded_json",
-    "literal_of",
 ]
 
 #: The limits of §2: nodes (root and primitives included), depth (root is 0), string, array,
@@ -129,17 +127,3 @@ def _bounded_value(value: Any) -> Any:
 
 #: Any bounded JSON value (``null`` included), held read-only, written back as plain JSON.
 BoundedJson = Annotated[Any, PlainValidator(_bounded_value), PlainSerializer(thaw)]
-
-
-def literal_of(*allowed: str) -> Callable[[Any], Any]:
-    """A validator for one of ``allowed``, compared with exact string equality.
-
-    Stricter than pydantic's ``Literal`` about Python types: only an exact ``str`` matches.
-    """
-
-    def check(value: Any) -> Any:
-        if type(value) is not str or value not in allowed:
-            raise ValueError("unexpected literal")
-        return value
-
-    return check

@@ -16,10 +16,10 @@ from pydantic import PlainValidator
 
 from agentskit_chat.errors import ProtocolError
 
-from ._bounded import BoundedJson, literal_of
+from ._bounded import BoundedJson
 from ._decode import NOT_JSON, as_text, is_object, parse_candidate, validate_model
 from ._result import Decoded, DecodeResult, Diagnostic, Rejected
-from ._types import SafeId, VersionOne, WireModel, pattern, text
+from ._types import SafeId, VersionOne, WireModel, one_of, pattern, text
 
 __all__ = [
     "COMPONENT_PROTOCOL",
@@ -52,7 +52,7 @@ _UNKNOWN_TYPE = Diagnostic("COMPONENT_UNKNOWN_TYPE", "Component frame type is un
 _INVALID_EVENT_MESSAGE: Final = "Component event is invalid."
 
 _Protocol = Annotated[
-    Literal["agentskit.chat.component"], PlainValidator(literal_of(COMPONENT_PROTOCOL))
+    Literal["agentskit.chat.component"], PlainValidator(one_of(COMPONENT_PROTOCOL))
 ]
 ComponentKey = Annotated[str, PlainValidator(pattern(_KEY_PATTERN))]
 _EventName = Annotated[str, PlainValidator(pattern(_KEY_PATTERN))]
@@ -95,7 +95,7 @@ class ComponentFrame(WireModel):
 
     protocol: _Protocol
     version: VersionOne
-    type: Annotated[Literal["render"], PlainValidator(literal_of("render"))]
+    type: Annotated[Literal["render"], PlainValidator(one_of("render"))]
     component_key: ComponentKey
     instance_id: SafeId
     props: BoundedJson
@@ -107,7 +107,7 @@ class ComponentSelectEvent(WireModel):
 
     protocol: _Protocol
     version: VersionOne
-    type: Annotated[Literal["select"], PlainValidator(literal_of("select"))]
+    type: Annotated[Literal["select"], PlainValidator(one_of("select"))]
     component_key: ComponentKey
     instance_id: SafeId
     choice_id: SafeId
@@ -122,7 +122,7 @@ class ComponentInteractEvent(WireModel):
 
     protocol: _Protocol
     version: VersionOne
-    type: Annotated[Literal["interact"], PlainValidator(literal_of("interact"))]
+    type: Annotated[Literal["interact"], PlainValidator(one_of("interact"))]
     component_key: ComponentKey
     instance_id: SafeId
     event: _EventName

@@ -15,12 +15,11 @@ from pydantic import PlainValidator
 
 from agentskit_chat.errors import ProtocolError
 
-from ._bounded import literal_of
 from ._component import ComponentFrame
 from ._decode import NOT_JSON, as_text, is_object, parse_candidate, validate_model
 from ._json import utf8_len
 from ._result import Diagnostic, Rejected
-from ._types import WireModel, text
+from ._types import WireModel, one_of, text
 
 __all__ = [
     "ASSISTANT_CONTENT_MAX_BYTES",
@@ -62,14 +61,14 @@ _INVALID_RECORD = Diagnostic(_INVALID_CODE, "Assistant content record is invalid
 class TextPart(WireModel):
     """Streamed prose: ``text`` is 1..16384 UTF-16 units, not trimmed."""
 
-    kind: Annotated[Literal["text"], PlainValidator(literal_of("text"))]
+    kind: Annotated[Literal["text"], PlainValidator(one_of("text"))]
     text: Annotated[str, PlainValidator(text(1, 16384))]
 
 
 class ComponentPart(WireModel):
     """A portable component: ``frame`` is a render frame (component envelope v1)."""
 
-    kind: Annotated[Literal["component"], PlainValidator(literal_of("component"))]
+    kind: Annotated[Literal["component"], PlainValidator(one_of("component"))]
     frame: ComponentFrame
 
 

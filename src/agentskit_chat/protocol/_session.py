@@ -16,7 +16,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, Pl
 
 from agentskit_chat.errors import ProtocolError
 
-from ._bounded import is_bounded_json, literal_of
+from ._bounded import is_bounded_json
 from ._decode import NOT_JSON, as_text, is_object, parse_candidate, validate_model
 from ._result import Decoded, DecodeResult, Diagnostic, Rejected
 from ._types import (
@@ -29,6 +29,7 @@ from ._types import (
     freeze,
     int_between,
     not_null,
+    one_of,
     text,
     thaw,
 )
@@ -106,7 +107,7 @@ class TerminalTurn(WireModel):
     turn_id: SafeId
     outcome: Annotated[
         Literal["completed", "indeterminate"],
-        PlainValidator(literal_of("completed", "indeterminate")),
+        PlainValidator(one_of("completed", "indeterminate")),
     ]
 
 
@@ -128,7 +129,7 @@ class Decision(WireModel):
     route_id: SafeId
     kind: Annotated[
         Literal["deterministic", "repaired", "fallback"],
-        PlainValidator(literal_of("deterministic", "repaired", "fallback")),
+        PlainValidator(one_of("deterministic", "repaired", "fallback")),
     ]
     content: Annotated[str, PlainValidator(text(0, 65536))]
     from_state: _State
@@ -166,7 +167,7 @@ class Confirmation(WireModel):
     expires_at: NonNegInt
     status: Annotated[
         ConfirmationStatus,
-        PlainValidator(literal_of(*get_args(ConfirmationStatus))),
+        PlainValidator(one_of(*get_args(ConfirmationStatus))),
     ]
 
 
@@ -188,9 +189,7 @@ class SessionSnapshot(WireModel):
         confirmations: Up to 1000 confirmations with unique tokens and unique tool call ids.
     """
 
-    protocol: Annotated[
-        Literal["agentskit.chat.session"], PlainValidator(literal_of(SESSION_PROTOCOL))
-    ]
+    protocol: Annotated[Literal["agentskit.chat.session"], PlainValidator(one_of(SESSION_PROTOCOL))]
     version: VersionOne
     session_id: SafeId
     definition_id: SafeId
