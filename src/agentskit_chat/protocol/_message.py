@@ -80,19 +80,23 @@ def _fits(value: Any, depth: int, walk: _Walk) -> bool:
         # Only plain containers are JSON: subclasses, mappings, tuples and objects are not.
         return False
     if id(value) in walk.seen:
-        # A container seen before is a cycle or a shared reference; JSON has neither.
+        # A container that contains itself: a cycle. (A container shared by two parents is
+        # fine: the reference copies the input once, and the node count still bounds the walk.)
         return False
-    walk.seen.add(id(value))
     if len(value) > MESSAGE_MAX_CONTAINER_SIZE:
         return False
-    if kind is list:
-        return all(_fits(item, depth + 1, walk) for item in value)
-    for key, item in value.items():
-        if type(key) is not str or utf16_len(key) > MESSAGE_MAX_KEY_UNITS:
-            return False
-        if not _fits(item, depth + 1, walk):
-            return False
-    return True
+    walk.seen.add(id(value))
+    try:
+        if kind is list:
+            return all(_fits(item, depth + 1, walk) for item in value)
+        for key, item in value.items():
+            if type(key) is not str or utf16_len(key) > MESSAGE_MAX_KEY_UNITS:
+                return False
+            if not _fits(item, depth + 1, walk):
+                return False
+        return True
+    finally:
+        walk.seen.discard(id(value))
 
 
 def is_within_message_limits(messages: object) -> bool:
@@ -102,7 +106,7 @@ def is_within_message_limits(messages: object) -> bool:
     at most 10000 nodes (the wrapper and its version number included), depth at most 32 (the
     wrapper is depth 0, each message depth 2), at most 10000 elements or keys per container,
     keys of at most 256 UTF-16 units, finite numbers, and only plain ``dict``/``list``/``str``/
-    ``int``/``float``/``bool``/``None`` values with no cycles or shared containers. Never raises.
+    ``int``/``float``/``bool``/``None`` values with no cycles. Never raises.
     """
     try:
         return _fits({"version": 1, "messages": messages}, 0, _Walk())
