@@ -200,6 +200,7 @@ class LocalKnowledgeArtifact(WireModel):
 
     _alias_index: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
     _verified: bool = PrivateAttr(default=False)
+    _canonical: bytes | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> LocalKnowledgeArtifact:
@@ -269,13 +270,22 @@ def _canonical_value(artifact: LocalKnowledgeArtifact) -> dict[str, Any]:
 
 
 def _canonical_bytes(artifact: LocalKnowledgeArtifact) -> bytes:
+    if artifact._canonical is not None:
+        return artifact._canonical
     value = _canonical_value(artifact)
     try:
         # orjson writes exactly JSON.stringify's bytes for strings without lone surrogates,
         # and the canonical value holds only strings, lists, objects and the integer 1.
-        return orjson.dumps(value)
+        canonical = orjson.dumps(value)
     except (TypeError, orjson.JSONEncodeError):
-        return js_stringify(value).encode("utf-8")
+        canonical = js_stringify(value).encode("utf-8")
+    artifact._canonical = canonical  # the model is frozen, so the text can never go stale
+    return canonical
+
+
+def _validated_size(artifact: LocalKnowledgeArtifact) -> int:
+    """UTF-8 size of the decoded artifact's compact JSON (its canonical text plus the hash)."""
+    return len(_canonical_bytes(artifact)) + _CONTENT_HASH_MEMBER_BYTES
 
 
 def canonicalize_local_knowledge_artifact(artifact: LocalKnowledgeArtifact | object) -> str:
@@ -321,7 +331,7 @@ def _decode_with_placeholder(payload: object) -> DecodeResult[LocalKnowledgeArti
         protocol=KNOWLEDGE_PROTOCOL,
         limit=ARTIFACT_MAX_BYTES,
         model=LocalKnowledgeArtifact,
-        size_of=lambda a: len(_canonical_bytes(a)) + _CONTENT_HASH_MEMBER_BYTES,
+        size_of=_validated_size,
     )
 
 
@@ -359,7 +369,11 @@ def decode_local_knowledge_artifact(
     recompute the content hash. Never raises.
     """
     result = bounded_decode(
-        payload, protocol=KNOWLEDGE_PROTOCOL, limit=ARTIFACT_MAX_BYTES, model=LocalKnowledgeArtifact
+        payload,
+        protocol=KNOWLEDGE_PROTOCOL,
+        limit=ARTIFACT_MAX_BYTES,
+        model=LocalKnowledgeArtifact,
+        size_of=_validated_size,
     )
     if not result.ok:
         return result
@@ -392,10 +406,9 @@ def verify_local_knowledge_artifact(
         return result
     artifact = result.value
     try:
-        canonical = _canonical_bytes(artifact)
-        if len(canonical) + _CONTENT_HASH_MEMBER_BYTES > ARTIFACT_MAX_BYTES:
+        if _validated_size(artifact) > ARTIFACT_MAX_BYTES:
             return INTEGRITY_UNVERIFIED
-        digest = _digest(canonical)
+        digest = _digest(_canonical_bytes(artifact))
     except Exception:
         return INTEGRITY_UNVERIFIED
     if digest != artifact.content_hash:

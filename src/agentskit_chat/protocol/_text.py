@@ -27,7 +27,6 @@ JS_WHITESPACE: Final = (
 _WS_RUN: Final = re.compile("[" + re.escape(JS_WHITESPACE) + "]+")
 _LOWER_TABLE: Final = dict(LOWER_DELTA)
 _NEEDS_DELTA: Final = re.compile("[" + "".join(chr(cp) for cp in LOWER_DELTA) + "]")
-_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
 def js_trim(value: str) -> str:
@@ -57,9 +56,13 @@ def combine_surrogates(value: str) -> str:
 
     JavaScript strings are UTF-16, so such a pair *is* the astral character there.
     """
-    if value.isascii() or _SURROGATE.search(value) is None:
+    if value.isascii():
         return value
-    return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    try:
+        value.encode("utf-8")  # fails exactly when the string holds a surrogate code point
+    except UnicodeEncodeError:
+        return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return value
 
 
 def _js_lower(value: str) -> str:
