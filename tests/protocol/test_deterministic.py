@@ -21,6 +21,7 @@ from agentskit_chat.protocol import (
     verify_local_knowledge_artifact,
 )
 from agentskit_chat.protocol._knowledge import LocalKnowledgeArtifact
+from agentskit_chat.protocol._text import JS_WHITESPACE
 from agentskit_chat.protocol.fixtures import (
     DETERMINISTIC_ANSWER_FIXTURES,
     DETERMINISTIC_CASES,
@@ -504,3 +505,117 @@ def test_site_config_bounds(path: tuple[str, ...], at_bound: Any, past_bound: An
 
     assert decode_deterministic_site_config(with_value(at_bound)).ok
     assert not decode_deterministic_site_config(with_value(past_bound)).ok
+
+
+_ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+safe_ids = st.builds(
+    str.__add__, st.sampled_from(_ALNUM), st.text(alphabet=_ALNUM + "._:-", max_size=20)
+)
+labels = st.text(min_size=1, max_size=30).filter(lambda s: s.strip(JS_WS) != "")
+hrefs = st.one_of(
+    st.builds(lambda path: "/" + path, st.text(alphabet=_ALNUM + "._-", max_size=20)),
+    st.builds(
+        lambda host, path: f"https://{host}.example/{path}",
+        st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=12),
+        safe_ids,
+    ),
+)
+JS_WS = JS_WHITESPACE
+
+
+@st.composite
+def site_configs(draw: st.DrawFn) -> dict[str, Any]:
+    return {
+        "protocol": "agentskit.chat.site",
+        "version": 1,
+        "siteId": draw(safe_ids),
+        "artifact": {
+            "href": draw(hrefs),
+            "contentHash": "sha256:"
+            + draw(st.text(alphabet="0123456789abcdef", min_size=64, max_size=64)),
+        },
+        "fallback": {"mode": draw(st.sampled_from(["backend", "disabled"]))},
+    }
+
+
+@settings(max_examples=100, deadline=None)
+@given(site_configs())
+def test_site_config_round_trip(config: dict[str, Any]) -> None:
+    decoded = decode_deterministic_site_config(config)
+    assert decoded.ok
+    again = decode_deterministic_site_config(decoded.value.to_json().encode())
+    assert again.ok and again.value == decoded.value
+    assert again.value.to_wire() == config
+
+
+@st.composite
+def answer_envelopes(draw: st.DrawFn) -> dict[str, Any]:
+    query = draw(st.text(max_size=40))
+    normalized = normalize_knowledge_key(query)[:512]
+    base = {
+        "protocol": "agentskit.chat.answer",
+        "version": 1,
+        "query": query,
+        "normalizedQuery": normalized,
+    }
+    citation = st.builds(
+        lambda i, t, h: {"id": i, "title": t.strip(JS_WS), "href": h}, safe_ids, labels, hrefs
+    )
+    outcome = draw(st.sampled_from(["local", "backend", "choices", "escalation"]))
+    if outcome == "escalation":
+        reason = draw(st.sampled_from(["miss", "stale", "corrupt", "offline"]))
+        return {
+            **base,
+            "outcome": "escalation",
+            "message": draw(labels),
+            "reason": reason,
+            "confidence": {"level": "low", "basis": reason},
+        }
+    provenance = {
+        "source": "local",
+        "artifactId": draw(safe_ids),
+        "contentHash": "sha256:" + "a" * 64,
+    }
+    if outcome == "choices":
+        ids = draw(st.lists(safe_ids, min_size=2, max_size=8))
+        suggestions = [
+            {"id": i, "label": draw(labels).strip(JS_WS), "value": draw(labels).strip(JS_WS)}
+            for i in ids
+        ]
+        return {
+            **base,
+            "outcome": "choices",
+            "message": draw(labels),
+            "suggestions": suggestions,
+            "provenance": {**provenance, "entryIds": ids},
+            "confidence": {"level": "medium", "basis": "ambiguous"},
+        }
+    answer = {
+        "markdown": draw(labels),
+        "citations": draw(st.lists(citation, max_size=8)),
+    }
+    if outcome == "local":
+        return {
+            **base,
+            "outcome": "answer",
+            "answer": answer,
+            "provenance": {**provenance, "entryIds": [draw(safe_ids)]},
+            "confidence": {"level": "high", "basis": "exact"},
+        }
+    return {
+        **base,
+        "outcome": "answer",
+        "answer": answer,
+        "provenance": {"source": "backend", "model": draw(labels).strip(JS_WS)},
+        "confidence": {"level": "high", "basis": "backend"},
+    }
+
+
+@settings(max_examples=150, deadline=None)
+@given(answer_envelopes())
+def test_answer_envelope_round_trip(envelope: dict[str, Any]) -> None:
+    decoded = decode_answer_response(envelope)
+    assert decoded.ok, decoded.diagnostic
+    assert decoded.value.to_wire() == envelope
+    again = decode_answer_response(decoded.value.to_json())
+    assert again.ok and again.value == decoded.value
