@@ -511,7 +511,7 @@ _ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 safe_ids = st.builds(
     str.__add__, st.sampled_from(_ALNUM), st.text(alphabet=_ALNUM + "._:-", max_size=20)
 )
-labels = st.text(min_size=1, max_size=30).filter(lambda s: s.strip(JS_WS) != "")
+labels = st.text(min_size=1, max_size=30).filter(lambda s: s.strip(JS_WHITESPACE) != "")
 hrefs = st.one_of(
     st.builds(lambda path: "/" + path, st.text(alphabet=_ALNUM + "._-", max_size=20)),
     st.builds(
@@ -520,7 +520,6 @@ hrefs = st.one_of(
         safe_ids,
     ),
 )
-JS_WS = JS_WHITESPACE
 
 
 @st.composite
@@ -559,7 +558,7 @@ def answer_envelopes(draw: st.DrawFn) -> dict[str, Any]:
         "normalizedQuery": normalized,
     }
     citation = st.builds(
-        lambda i, t, h: {"id": i, "title": t.strip(JS_WS), "href": h}, safe_ids, labels, hrefs
+        lambda i, t, h: {"id": i, "title": t.strip(JS_WHITESPACE), "href": h}, safe_ids, labels, hrefs
     )
     outcome = draw(st.sampled_from(["local", "backend", "choices", "escalation"]))
     if outcome == "escalation":
@@ -579,7 +578,7 @@ def answer_envelopes(draw: st.DrawFn) -> dict[str, Any]:
     if outcome == "choices":
         ids = draw(st.lists(safe_ids, min_size=2, max_size=8))
         suggestions = [
-            {"id": i, "label": draw(labels).strip(JS_WS), "value": draw(labels).strip(JS_WS)}
+            {"id": i, "label": draw(labels).strip(JS_WHITESPACE), "value": draw(labels).strip(JS_WHITESPACE)}
             for i in ids
         ]
         return {
@@ -606,7 +605,7 @@ def answer_envelopes(draw: st.DrawFn) -> dict[str, Any]:
         **base,
         "outcome": "answer",
         "answer": answer,
-        "provenance": {"source": "backend", "model": draw(labels).strip(JS_WS)},
+        "provenance": {"source": "backend", "model": draw(labels).strip(JS_WHITESPACE)},
         "confidence": {"level": "high", "basis": "backend"},
     }
 
