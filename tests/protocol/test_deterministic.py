@@ -558,7 +558,10 @@ def answer_envelopes(draw: st.DrawFn) -> dict[str, Any]:
         "normalizedQuery": normalized,
     }
     citation = st.builds(
-        lambda i, t, h: {"id": i, "title": t.strip(JS_WHITESPACE), "href": h}, safe_ids, labels, hrefs
+        lambda i, t, h: {"id": i, "title": t.strip(JS_WHITESPACE), "href": h},
+        safe_ids,
+        labels,
+        hrefs,
     )
     outcome = draw(st.sampled_from(["local", "backend", "choices", "escalation"]))
     if outcome == "escalation":
@@ -578,7 +581,11 @@ def answer_envelopes(draw: st.DrawFn) -> dict[str, Any]:
     if outcome == "choices":
         ids = draw(st.lists(safe_ids, min_size=2, max_size=8))
         suggestions = [
-            {"id": i, "label": draw(labels).strip(JS_WHITESPACE), "value": draw(labels).strip(JS_WHITESPACE)}
+            {
+                "id": i,
+                "label": draw(labels).strip(JS_WHITESPACE),
+                "value": draw(labels).strip(JS_WHITESPACE),
+            }
             for i in ids
         ]
         return {
