@@ -50,3 +50,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         missing = {f: _TOTALS[f] - _passed[f] for f in _TOTALS if _passed[f] < _TOTALS[f]}
         print(f"\nreference vectors not all passed: {missing}")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def _service_url(variable: str, what: str) -> str:
+    url = os.environ.get(variable)
+    if url:
+        return url
+    if os.environ.get("AGENTSKIT_REQUIRE_SERVICES") or os.environ.get("CI"):
+        pytest.fail(f"{what} is required here but {variable} is not set")
+    pytest.skip(f"{what} not available: run scripts/test-services.sh and export {variable}")
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """URL of a real PostgreSQL server (``scripts/test-services.sh``); never mocked."""
+    return _service_url("AGENTSKIT_TEST_POSTGRES_URL", "PostgreSQL")
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """URL of a real Redis server (``scripts/test-services.sh``); never mocked."""
+    return _service_url("AGENTSKIT_TEST_REDIS_URL", "Redis")
