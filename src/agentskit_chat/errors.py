@@ -4,13 +4,27 @@ Decoders at trust boundaries never raise on bad input: they return a result valu
 are for programmer-facing misuse (encoding an invalid value, constructing with bad arguments).
 
     AgentsKitChatError
-    └── ProtocolError            a value does not satisfy a wire contract
-        └── ContentHashError     an artifact cannot be hashed because it is not valid
+    ├── ProtocolError            a value does not satisfy a wire contract
+    │   └── ContentHashError     an artifact cannot be hashed because it is not valid
+    ├── BuildError               a knowledge artifact cannot be built from a docs folder
+    ├── ConfigurationError       a component was given invalid options (``AK_CONFIG_INVALID``)
+    ├── StorageError             a session store failed, or holds a record that is not valid
+    ├── AskServiceError          the Ask service refused or failed a request (a fixed diagnostic)
+    └── RetrievalError           a search index or search backend could not be used
 """
 
 from __future__ import annotations
 
-__all__ = ["AgentsKitChatError", "ContentHashError", "ProtocolError"]
+__all__ = [
+    "AgentsKitChatError",
+    "AskServiceError",
+    "BuildError",
+    "ConfigurationError",
+    "ContentHashError",
+    "ProtocolError",
+    "RetrievalError",
+    "StorageError",
+]
 
 
 class AgentsKitChatError(Exception):
@@ -33,3 +47,106 @@ class ProtocolError(AgentsKitChatError, ValueError):
 
 class ContentHashError(ProtocolError):
     """An artifact could not be hashed because it does not decode as a valid artifact."""
+
+
+class BuildError(AgentsKitChatError):
+    """A knowledge artifact cannot be built from a folder of Markdown.
+
+    Raised for malformed front matter, declared entries that break an artifact limit, unreadable
+    files and invalid build options. Nothing has been written when it is raised.
+
+    Attributes:
+        reason: What is wrong, without the location.
+        file: The offending file, as a path the user can open, or ``None`` for a bad option.
+        line: The 1-based line in ``file``, or ``None`` when the whole file is concerned.
+    """
+
+    def __init__(self, reason: str, *, file: str | None = None, line: int | None = None) -> None:
+        location = file if line is None or file is None else f"{file}:{line}"
+        super().__init__(f"{location}: {reason}" if location else reason)
+        self.reason = reason
+        self.file = file
+        self.line = line
+
+
+class ConfigurationError(AgentsKitChatError, ValueError):
+    """A component was constructed with invalid options.
+
+    Attributes:
+        code: Always ``AK_CONFIG_INVALID``.
+        message: A fixed sentence naming the invalid option; it never contains the value.
+    """
+
+    code = "AK_CONFIG_INVALID"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class StorageError(AgentsKitChatError):
+    """A session store could not load or save, or holds a record that is not valid.
+
+    The message is a fixed sentence naming the backend; it never contains a stored value, a key
+    or a connection URL. The driver's own exception is not chained, because driver messages may
+    echo data or connection details.
+
+    Attributes:
+        message: The fixed message.
+        retryable: ``True`` for transient failures (the server is unreachable, a lock timed
+            out), so a retry may succeed; ``False`` for a corrupt record or a closed store.
+    """
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+
+
+class AskServiceError(AgentsKitChatError):
+    """The Ask service refused or failed a request, with one of its fixed diagnostics.
+
+    Raised inside the service pipeline (and by hooks that want a specific answer, such as an
+    authenticator answering ``ASK_UNAUTHORIZED``) and turned into an HTTP error or a trailing
+    ``error`` event. Also raised by the service factory for invalid options. The message is a
+    fixed sentence; it never contains request data.
+
+    Attributes:
+        status: The HTTP status (for in-stream failures, the internal classification).
+        code: One of the eleven ``ASK_*`` diagnostic codes.
+        message: The fixed message.
+        retryable: Whether a retry of the same request can succeed.
+        retry_after: Seconds for the ``retry-after`` header, when rate limiting supplies one.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        retryable: bool,
+        retry_after: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+class RetrievalError(AgentsKitChatError):
+    """A retriever could not search.
+
+    Its index is closed or unusable, its server is unreachable, or every member of a federated
+    retriever failed. The message is a fixed sentence; it never contains the query, an excerpt
+    or a connection URL, and the driver's own exception is not chained.
+
+    Attributes:
+        message: The fixed message.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message

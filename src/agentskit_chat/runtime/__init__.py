@@ -1,0 +1,36 @@
+"""The runtime seam: messages, adapter requests, stream chunks and the adapter protocols.
+
+An adapter turns an :class:`AdapterRequest` into a :class:`ChatSource`, whose ``stream()`` yields
+:class:`StreamChunk` values and whose ``abort()`` cancels it. The chat controller is built on
+exactly these types.
+"""
+
+from __future__ import annotations
+
+from ._adapter import (
+    UNSCOPED_SESSION_ID,
+    AdapterCapabilities,
+    ChatAdapter,
+    ChatSource,
+    SessionAwareChatAdapter,
+    create_scoped_source,
+)
+from ._chunks import CHUNK_TYPES, AdapterContext, AdapterRequest, ChunkType, StreamChunk
+from ._messages import ChatMessage, MessageRole, MessageStatus
+
+__all__ = [
+    "CHUNK_TYPES",
+    "UNSCOPED_SESSION_ID",
+    "AdapterCapabilities",
+    "AdapterContext",
+    "AdapterRequest",
+    "ChatAdapter",
+    "ChatMessage",
+    "ChatSource",
+    "ChunkType",
+    "MessageRole",
+    "MessageStatus",
+    "SessionAwareChatAdapter",
+    "StreamChunk",
+    "create_scoped_source",
+]
