@@ -1,7 +1,91 @@
-"""agentskit-chat: one chat definition, every interface, wire-compatible with AgentsKit Chat."""
+"""agentskit-chat: one chat definition, every interface, wire-compatible with AgentsKit Chat.
+
+The wire protocol lives in :mod:`agentskit_chat.protocol`; the answer plane in
+:mod:`agentskit_chat.answers`; the adapter seam in :mod:`agentskit_chat.runtime`. Their public
+names are re-exported here.
+"""
 
 from __future__ import annotations
 
+from .answers import (
+    ARTIFACT_FILE_NAME,
+    CHOICE_UNAVAILABLE,
+    DEFAULT_ARTIFACT_HREF,
+    ESCALATION_METADATA_KEY,
+    MAX_CHOICE_SESSIONS,
+    MAX_SESSION_CHOICES,
+    SITE_FILE_NAME,
+    ArtifactBuild,
+    ArtifactBuildStats,
+    ChoiceReservation,
+    ChoiceReservationStore,
+    ChoiceUnavailable,
+    Clock,
+    DecisionObserver,
+    DeterministicAnswerAdapter,
+    DeterministicAnswerResolver,
+    FallbackMode,
+    LeftOut,
+    build_local_knowledge_artifact,
+    create_deterministic_answer_adapter,
+    create_deterministic_answer_resolver,
+    write_artifact_build,
+)
+from .runtime import (
+    CHUNK_TYPES,
+    UNSCOPED_SESSION_ID,
+    AdapterCapabilities,
+    AdapterContext,
+    AdapterRequest,
+    ChatAdapter,
+    ChatMessage,
+    ChatSource,
+    ChunkType,
+    MessageRole,
+    MessageStatus,
+    SessionAwareChatAdapter,
+    StreamChunk,
+    create_scoped_source,
+)
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "ARTIFACT_FILE_NAME",
+    "CHOICE_UNAVAILABLE",
+    "CHUNK_TYPES",
+    "DEFAULT_ARTIFACT_HREF",
+    "ESCALATION_METADATA_KEY",
+    "MAX_CHOICE_SESSIONS",
+    "MAX_SESSION_CHOICES",
+    "SITE_FILE_NAME",
+    "UNSCOPED_SESSION_ID",
+    "AdapterCapabilities",
+    "AdapterContext",
+    "AdapterRequest",
+    "ArtifactBuild",
+    "ArtifactBuildStats",
+    "ChatAdapter",
+    "ChatMessage",
+    "ChatSource",
+    "ChoiceReservation",
+    "ChoiceReservationStore",
+    "ChoiceUnavailable",
+    "ChunkType",
+    "Clock",
+    "DecisionObserver",
+    "DeterministicAnswerAdapter",
+    "DeterministicAnswerResolver",
+    "FallbackMode",
+    "LeftOut",
+    "MessageRole",
+    "MessageStatus",
+    "SessionAwareChatAdapter",
+    "StreamChunk",
+    "__version__",
+    "build_local_knowledge_artifact",
+    "create_deterministic_answer_adapter",
+    "create_deterministic_answer_resolver",
+    "create_scoped_source",
+    "write_artifact_build",
+]

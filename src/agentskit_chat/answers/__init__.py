@@ -4,7 +4,8 @@
 artifact by exact normalized match only. :func:`create_deterministic_answer_adapter` puts that
 resolver in front of any backend chat adapter, streams local answers and choices as ordered
 assistant content, and hands out single-use reservations for choice clicks. The conformance
-cases live in :mod:`agentskit_chat.answers.fixtures`. See ``docs/answers.md``.
+cases live in :mod:`agentskit_chat.answers.fixtures`. :func:`build_local_knowledge_artifact`
+produces an artifact from a folder of Markdown. See ``docs/answers.md`` and ``docs/artifacts.md``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,16 @@ from ._choices import (
     ChoiceReservationStore,
     ChoiceUnavailable,
 )
+from ._producer import (
+    ARTIFACT_FILE_NAME,
+    DEFAULT_ARTIFACT_HREF,
+    SITE_FILE_NAME,
+    ArtifactBuild,
+    ArtifactBuildStats,
+    LeftOut,
+    build_local_knowledge_artifact,
+    write_artifact_build,
+)
 from ._resolver import (
     Clock,
     DeterministicAnswerResolver,
@@ -31,10 +42,15 @@ from ._resolver import (
 )
 
 __all__ = [
+    "ARTIFACT_FILE_NAME",
     "CHOICE_UNAVAILABLE",
+    "DEFAULT_ARTIFACT_HREF",
     "ESCALATION_METADATA_KEY",
     "MAX_CHOICE_SESSIONS",
     "MAX_SESSION_CHOICES",
+    "SITE_FILE_NAME",
+    "ArtifactBuild",
+    "ArtifactBuildStats",
     "ChoiceReservation",
     "ChoiceReservationStore",
     "ChoiceUnavailable",
@@ -43,6 +59,9 @@ __all__ = [
     "DeterministicAnswerAdapter",
     "DeterministicAnswerResolver",
     "FallbackMode",
+    "LeftOut",
+    "build_local_knowledge_artifact",
     "create_deterministic_answer_adapter",
     "create_deterministic_answer_resolver",
+    "write_artifact_build",
 ]

@@ -1,0 +1,289 @@
+"""Reading the Markdown of one file for the artifact producer, and writing answer Markdown.
+
+A document yields its title, a short summary, its headings with GitHub-style anchors, the
+distinct command lines of its shell-fenced code blocks, and what its front matter declares.
+Markdown structure comes from markdown-it-py (CommonMark), never from hand parsing. Everything
+here is pure: the producer does the file system work.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from agentskit_chat.protocol import normalize_knowledge_key
+from agentskit_chat.protocol._text import js_trim, utf16_len
+
+from ._front_matter import DeclaredEntry, read_front_matter
+
+__all__ = [
+    "PROMPT_LANGUAGES",
+    "SHELL_LANGUAGES",
+    "Command",
+    "Heading",
+    "MarkdownDocument",
+    "clip_units",
+    "code_block",
+    "escape_markdown",
+    "github_slug",
+    "link",
+    "read_markdown_document",
+]
+
+SUMMARY_UNITS: Final = 320
+#: Fence languages whose lines are commands. In the prompt languages, only ``$ `` lines are.
+SHELL_LANGUAGES: Final = frozenset({"sh", "bash", "shell", "zsh", "console", "shell-session"})
+PROMPT_LANGUAGES: Final = frozenset({"console", "shell-session"})
+_MARKDOWN_PUNCTUATION: Final = re.compile(r"([\\`*_\[\]<>#|~])")
+_PARSER: Final = MarkdownIt("commonmark")
+
+
+@dataclass(frozen=True, slots=True)
+class Heading:
+    """A heading: its level, plain text, GitHub-style anchor (may be empty) and 1-based line."""
+
+    level: int
+    text: str
+    anchor: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A distinct command line and the section it first appears in (``None``: before any)."""
+
+    text: str
+    section: Heading | None
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class MarkdownDocument:
+    """What the producer needs from one Markdown file.
+
+    Attributes:
+        title: The first level-1 heading, else front matter ``title``, else the file stem.
+        title_heading: The heading the title came from, if any.
+        summary: The first top-level paragraph as escaped inline Markdown, clipped; may be empty.
+        headings: Every other non-empty heading, in document order.
+        commands: Distinct command lines (by normalized key), first occurrence first.
+        declared: Entries declared under ``knowledge:`` in the front matter.
+    """
+
+    title: str
+    title_heading: Heading | None
+    summary: str
+    headings: tuple[Heading, ...]
+    commands: tuple[Command, ...]
+    declared: tuple[DeclaredEntry, ...]
+
+
+# --- small text helpers ---------------------------------------------------------------------------
+
+
+def clip_units(text: str, units: int) -> str:
+    """At most ``units`` UTF-16 code units of ``text``, never splitting a character."""
+    if utf16_len(text) <= units:
+        return text
+    used = 0
+    for index, char in enumerate(text):
+        used += 2 if ord(char) > 0xFFFF else 1
+        if used > units:
+            return text[:index]
+    return text
+
+
+def github_slug(text: str) -> str:
+    """The anchor GitHub gives a heading: lowercase, punctuation removed, spaces as dashes.
+
+    >>> github_slug("Hello, `World`!")
+    'hello-world'
+    """
+    kept = [
+        "-" if char == " " else char
+        for char in text.lower()
+        if char in " -_" or unicodedata.category(char)[0] in "LMN"
+    ]
+    return "".join(kept)
+
+
+class _Slugger:
+    """GitHub's duplicate handling: the second ``Setup`` becomes ``setup-1``, then ``setup-2``."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, int] = {}
+
+    def slug(self, text: str) -> str:
+        base = github_slug(text)
+        result = base
+        while result in self._seen:
+            self._seen[base] += 1
+            result = f"{base}-{self._seen[base]}"
+        self._seen[result] = 0
+        return result
+
+
+def escape_markdown(text: str) -> str:
+    """Backslash-escape the punctuation that could start Markdown syntax inside inline text."""
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", text)
+
+
+def _code_span(text: str) -> str:
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def code_block(text: str, language: str) -> str:
+    """A fenced code block long enough never to be closed by ``text`` itself."""
+    longest = max((len(run) for run in re.findall("`{3,}", text)), default=2)
+    fence = "`" * (longest + 1)
+    return f"{fence}{language}\n{text}\n{fence}"
+
+
+def link(text: str, href: str) -> str:
+    """A Markdown link with escaped text; the destination is bracketed when it needs to be."""
+    destination = f"<{href}>" if any(c in href for c in " ()<>") else href
+    return f"[{escape_markdown(text)}]({destination})"
+
+
+# --- Markdown body --------------------------------------------------------------------------------
+
+
+def _plain_text(children: Sequence[Token]) -> str:
+    parts: list[str] = []
+    for child in children:
+        if child.type in ("text", "code_inline", "image"):
+            parts.append(child.content)
+        elif child.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+    return js_trim("".join(parts))
+
+
+def _summary(children: Sequence[Token]) -> str:
+    """Escaped inline Markdown of a paragraph (code spans kept, links as text), clipped."""
+    atoms: list[tuple[str, int]] = []  # (markdown, visible UTF-16 units); " " is a break
+    for child in children:
+        if child.type in ("text", "image"):
+            for part in re.split(r"(\s+)", child.content):
+                if part:
+                    atoms.append((" ", 1) if part.isspace() else (escape_markdown(part), len(part)))
+        elif child.type == "code_inline":
+            atoms.append((_code_span(child.content), utf16_len(child.content)))
+        elif child.type in ("softbreak", "hardbreak"):
+            atoms.append((" ", 1))
+    out: list[str] = []
+    used = 0
+    for markdown, units in atoms:
+        if markdown == " ":
+            if out and out[-1] != " ":
+                out.append(" ")
+                used += 1
+        elif out and used + units > SUMMARY_UNITS:
+            return "".join(out).rstrip(" ") + " …"
+        else:
+            out.append(markdown)
+            used += units
+    return "".join(out).rstrip(" ")
+
+
+def _fence_language(info: str) -> str:
+    words = info.strip().strip("{}").split()
+    return words[0].lower().lstrip(".") if words else ""
+
+
+def _command_lines(content: str, language: str) -> list[tuple[str, int]]:
+    """Command lines of a shell block with their 0-based line offset inside the block."""
+    prompt_only = language in PROMPT_LANGUAGES
+    commands: list[tuple[str, int]] = []
+    pending: list[str] | None = None
+    start = 0
+    for offset, raw in enumerate(content.split("\n")):
+        line = js_trim(raw)
+        if pending is not None:
+            if line.endswith("\\"):
+                pending.append(js_trim(line[:-1]))
+                continue
+            pending.append(line)
+            commands.append((" ".join(p for p in pending if p), start))
+            pending = None
+            continue
+        if line == "$" or line.startswith("$ "):
+            line = js_trim(line[1:])
+        elif prompt_only:
+            continue
+        if not line or line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            pending, start = [js_trim(line[:-1])], offset
+            continue
+        commands.append((line, offset))
+    if pending is not None and any(pending):
+        commands.append((" ".join(p for p in pending if p), start))
+    return commands
+
+
+def read_markdown_document(text: str, *, stem: str, display: str) -> MarkdownDocument:
+    """Read one Markdown file's text (LF or CRLF line ends; no BOM).
+
+    Args:
+        text: The file's text.
+        stem: The fallback title when neither a level-1 heading nor a front matter title exists.
+        display: The file's path as the user knows it, for error messages.
+
+    Raises:
+        BuildError: malformed front matter or a declared entry that breaks an artifact limit,
+            with the file and the 1-based line.
+    """
+    text = text.replace("\r\n", "\n")
+    front = read_front_matter(text, display)
+    # Blank lines in place of the front matter keep markdown-it's line numbers the file's.
+    lines = text.split("\n")
+    tokens = _PARSER.parse("\n" * front.lines + "\n".join(lines[front.lines :]))
+
+    slugger = _Slugger()
+    headings: list[Heading] = []
+    title_heading: Heading | None = None
+    summary = ""
+    section: Heading | None = None
+    commands: list[Command] = []
+    seen_commands: set[str] = set()
+    for index, token in enumerate(tokens):
+        if token.type == "heading_open":
+            inline = tokens[index + 1]
+            heading_text = _plain_text(inline.children or [])
+            line = (token.map[0] if token.map else 0) + 1
+            heading = Heading(int(token.tag[1]), heading_text, slugger.slug(heading_text), line)
+            section = heading if heading_text else section
+            if title_heading is None and heading.level == 1 and heading_text:
+                title_heading = heading
+            elif heading_text:
+                headings.append(heading)
+        elif token.type == "paragraph_open" and token.level == 0 and not summary:
+            summary = _summary(tokens[index + 1].children or [])
+        elif token.type == "fence" and _fence_language(token.info) in SHELL_LANGUAGES:
+            first = (token.map[0] if token.map else 0) + 2
+            for command, offset in _command_lines(token.content, _fence_language(token.info)):
+                key = normalize_knowledge_key(command)
+                if key not in seen_commands:
+                    seen_commands.add(key)
+                    commands.append(Command(command, section, first + offset))
+    if title_heading is not None:
+        title = title_heading.text
+    else:
+        title = front.title if front.title is not None else stem
+    return MarkdownDocument(
+        title=title,
+        title_heading=title_heading,
+        summary=summary,
+        headings=tuple(headings),
+        commands=tuple(commands),
+        declared=front.entries,
+    )

@@ -1,0 +1,54 @@
+"""The ``agentskit-chat`` command line.
+
+Sub-commands are Typer apps kept in private modules and mounted here. Every command prints its
+results on stdout and its errors on stderr, and exits with 0 on success, 1 when the work failed
+and 2 when it was called the wrong way.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from agentskit_chat import __version__
+
+from ._artifact import artifact_app
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="agentskit-chat",
+    help="Build, verify and serve agent chats that answer from your own documentation.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(artifact_app, name="artifact")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-v",
+            callback=_print_version,
+            is_eager=True,
+            help="Print the version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Build, verify and serve agent chats that answer from your own documentation."""
+
+
+def main() -> None:
+    """Run the command line (the ``agentskit-chat`` console script)."""
+    app()
