@@ -32,6 +32,7 @@ test: lint typecheck pytest
 
 bench: install
 	$(VENV)/bin/python bench/protocol.py
+	$(VENV)/bin/python bench/answers.py
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .mypy_cache .ruff_cache .pytest_cache
