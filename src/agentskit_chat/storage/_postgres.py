@@ -1,0 +1,248 @@
+"""An Ask session store in one PostgreSQL table, for many workers on many machines.
+
+psycopg 3 (async) with a ``psycopg_pool`` connection pool; both are imported when a store is
+built, so the package works without the ``postgres`` extra. The compare-and-set is one
+statement: ``INSERT ... ON CONFLICT DO NOTHING`` for the first save and ``UPDATE ... WHERE
+revision = %s`` afterwards. Under PostgreSQL's default isolation a concurrent update waits for
+the row lock and then re-checks the revision, so exactly one of two racing writers wins.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agentskit_chat.ask import SessionKey
+from agentskit_chat.errors import StorageError
+from agentskit_chat.protocol import AskSessionRecord
+
+from ._codec import check_save, closed_error, decode_record, failed_error, unavailable_error
+from ._keys import check_session_key
+from ._sqlite import DEFAULT_TABLE, check_table_name
+
+if TYPE_CHECKING:
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["PostgresAskSessionStore"]
+
+_BACKEND = "PostgreSQL"
+
+_CREATE = """CREATE TABLE IF NOT EXISTS {table} (
+    site_id text NOT NULL,
+    subject_id text NOT NULL,
+    session_id text NOT NULL,
+    revision bigint NOT NULL,
+    record text NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (site_id, subject_id, session_id)
+)"""
+_SELECT = (
+    "SELECT revision, record FROM {table}"
+    " WHERE site_id = %s AND subject_id = %s AND session_id = %s"
+)
+_INSERT = (
+    "INSERT INTO {table} (site_id, subject_id, session_id, revision, record)"
+    " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING"
+)
+_UPDATE = (
+    "UPDATE {table} SET revision = %s, record = %s, updated_at = now()"
+    " WHERE site_id = %s AND subject_id = %s AND session_id = %s AND revision = %s"
+)
+
+
+def _import_drivers() -> None:
+    try:
+        import psycopg  # noqa: F401, PLC0415
+        import psycopg_pool  # noqa: F401, PLC0415
+    except ImportError as exc:
+        raise ImportError(
+            "PostgresAskSessionStore needs the 'postgres' extra: "
+            "pip install 'agentskit-chat[postgres]'"
+        ) from exc
+
+
+def _translate(exc: Exception) -> StorageError | None:
+    import psycopg  # noqa: PLC0415
+
+    if isinstance(exc, psycopg.OperationalError):
+        # Unreachable server, pool timeout, dropped connection, serialization failure.
+        return unavailable_error(_BACKEND)
+    if isinstance(exc, psycopg.Error):
+        return failed_error(_BACKEND)
+    return None
+
+
+class PostgresAskSessionStore:
+    """Revisioned Ask sessions in a PostgreSQL table, shared by every worker.
+
+    Built from a URL, the store owns a connection pool that it opens on first use and closes
+    in :meth:`aclose`. Built from an ``AsyncConnectionPool`` you opened, it borrows the pool
+    and leaves it open. The table is created on first use unless ``create_table=False``.
+
+    Args:
+        url_or_pool: A libpq connection URL (``postgresql://user:pass@host/db``) or an open
+            ``psycopg_pool.AsyncConnectionPool``.
+        table: The table name (a plain identifier).
+        create_table: Run ``CREATE TABLE IF NOT EXISTS`` on first use.
+        min_size: Connections an owned pool keeps open.
+        max_size: Connections an owned pool may open.
+        timeout: Seconds an operation waits for a pooled connection (an unreachable server
+            fails after this long with a retryable :class:`~agentskit_chat.errors.StorageError`).
+
+    Raises:
+        ImportError: the ``postgres`` extra is not installed.
+        TypeError: ``url_or_pool`` is neither a string nor an ``AsyncConnectionPool``.
+        ValueError: ``table`` is not a plain identifier.
+
+    Example:
+        >>> store = PostgresAskSessionStore("postgresql://app@127.0.0.1/app")  # doctest: +SKIP
+        >>> async with store:  # doctest: +SKIP
+        ...     await store.save(key, record, 0)
+    """
+
+    def __init__(
+        self,
+        url_or_pool: str | AsyncConnectionPool[Any],
+        *,
+        table: str = DEFAULT_TABLE,
+        create_table: bool = True,
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout: float = 10.0,
+    ) -> None:
+        _import_drivers()
+        from psycopg import sql  # noqa: PLC0415
+        from psycopg_pool import AsyncConnectionPool  # noqa: PLC0415
+
+        identifier = sql.Identifier(check_table_name(table))
+        self._create = sql.SQL(_CREATE).format(table=identifier)
+        self._select = sql.SQL(_SELECT).format(table=identifier)
+        self._insert = sql.SQL(_INSERT).format(table=identifier)
+        self._update = sql.SQL(_UPDATE).format(table=identifier)
+        self._create_table = create_table
+        if isinstance(url_or_pool, str):
+            self._pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+                url_or_pool,
+                open=False,
+                min_size=min_size,
+                max_size=max_size,
+                timeout=timeout,
+                kwargs={"autocommit": True},
+            )
+            self._owns_pool = True
+        elif isinstance(url_or_pool, AsyncConnectionPool):
+            self._pool = url_or_pool
+            self._owns_pool = False
+        else:
+            raise TypeError("expected a PostgreSQL URL or a psycopg_pool.AsyncConnectionPool")
+        self._ready = False
+        self._ready_lock = anyio.Lock()
+        self._closed = False
+
+    async def _ensure_ready(self) -> None:
+        if self._closed:
+            closed_error(_BACKEND)
+        if self._ready:
+            return
+        async with self._ready_lock:
+            if self._ready:
+                return
+            if self._owns_pool:
+                # Does not wait for a connection: the first operation waits up to ``timeout``.
+                await self._pool.open(wait=False)
+            if self._create_table:
+                await self._create_if_missing()
+            self._ready = True
+
+    async def _create_if_missing(self) -> None:
+        from psycopg import errors  # noqa: PLC0415
+
+        try:
+            async with self._pool.connection() as connection:
+                await connection.execute(self._create)
+        except (errors.UniqueViolation, errors.DuplicateTable):
+            # Another worker created it at the same moment (a known race of IF NOT EXISTS).
+            pass
+
+    async def load(self, key: SessionKey) -> AskSessionRecord | None:
+        """The stored record of ``key``, or ``None``.
+
+        Raises:
+            StorageError: the stored record is invalid (not retryable), the server is
+                unreachable (retryable), or the store is closed.
+        """
+        check_session_key(key)
+        from psycopg.rows import tuple_row  # noqa: PLC0415
+
+        try:
+            await self._ensure_ready()
+            async with (
+                self._pool.connection() as connection,
+                # Tuples whatever row factory a borrowed pool was configured with.
+                connection.cursor(row_factory=tuple_row) as cursor,
+            ):
+                await cursor.execute(self._select, (key.site_id, key.subject_id, key.session_id))
+                row = await cursor.fetchone()
+        except Exception as exc:
+            error = _translate(exc)
+            if error is None:
+                raise
+            raise error from None
+        if row is None:
+            return None
+        revision, text = row
+        return decode_record(_BACKEND, text, revision=revision)
+
+    async def save(self, key: SessionKey, record: AskSessionRecord, expected_revision: int) -> bool:
+        """Store ``record`` iff the stored revision equals ``expected_revision`` (0: none).
+
+        Raises:
+            ValueError: ``record.revision`` is not ``expected_revision + 1``.
+            StorageError: the server is unreachable (retryable) or the store is closed.
+        """
+        text = check_save(key, record, expected_revision)
+        parts = (key.site_id, key.subject_id, key.session_id)
+        try:
+            await self._ensure_ready()
+            async with self._pool.connection() as connection:
+                if expected_revision == 0:
+                    cursor = await connection.execute(self._insert, (*parts, record.revision, text))
+                else:
+                    cursor = await connection.execute(
+                        self._update, (record.revision, text, *parts, expected_revision)
+                    )
+                return bool(cursor.rowcount == 1)
+        except Exception as exc:
+            error = _translate(exc)
+            if error is None:
+                raise
+            raise error from None
+
+    async def aclose(self) -> None:
+        """Stop using the pool, and close it if this store opened it. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_pool:
+            await self._pool.close()
+
+    async def __aenter__(self) -> PostgresAskSessionStore:
+        """Open the pool and create the table now, so a bad configuration fails at startup."""
+        try:
+            await self._ensure_ready()
+        except Exception as exc:
+            error = _translate(exc)
+            if error is None:
+                raise
+            raise error from None
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,207 @@
+"""An Ask session store in Redis, for many workers sharing one Redis.
+
+redis-py's asyncio client, imported when a store is built (the ``redis`` extra). Each session
+is one hash with two fields: ``revision`` (decimal text) and ``record`` (the compact JSON). The
+compare-and-set is a Lua script, so it is one atomic step on the server and one round trip:
+read the revision, compare it with the expected one, write both fields (and refresh the TTL).
+The revision lives in its own field so the script never parses JSON (Lua's cjson rejects the
+lone surrogates a message may legitimately hold). One key per call, so Redis Cluster works.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from agentskit_chat.ask import SessionKey
+from agentskit_chat.errors import StorageError
+from agentskit_chat.protocol import AskSessionRecord
+
+from ._codec import (
+    check_save,
+    closed_error,
+    decode_record,
+    failed_error,
+    invalid_error,
+    unavailable_error,
+)
+from ._keys import check_session_key, storage_key
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+__all__ = ["DEFAULT_PREFIX", "RedisAskSessionStore"]
+
+_BACKEND = "Redis"
+#: The key prefix a store uses unless told otherwise.
+DEFAULT_PREFIX = "agentskit:ask:"
+
+# KEYS[1] the session hash; ARGV: expected revision, new revision, record JSON, TTL in ms ("" =
+# none). Returns 1 saved, 0 stale, -1 the key holds a hash with no revision (corrupt).
+_CAS = """
+local current = redis.call('HGET', KEYS[1], 'revision')
+if not current then
+  if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+  current = '0'
+end
+if current ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'revision', ARGV[2], 'record', ARGV[3])
+if ARGV[4] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+return 1
+"""
+
+
+def _import_driver() -> None:
+    try:
+        import redis.asyncio  # noqa: F401, PLC0415
+    except ImportError as exc:
+        raise ImportError(
+            "RedisAskSessionStore needs the 'redis' extra: pip install 'agentskit-chat[redis]'"
+        ) from exc
+
+
+def _translate(exc: Exception) -> StorageError | None:
+    from redis import exceptions  # noqa: PLC0415
+
+    if isinstance(exc, exceptions.ConnectionError | exceptions.TimeoutError):
+        return unavailable_error(_BACKEND)
+    if isinstance(exc, exceptions.ResponseError) and str(exc).startswith("WRONGTYPE"):
+        # Something other than our hash lives under the key.
+        return invalid_error(_BACKEND)
+    if isinstance(exc, exceptions.RedisError):
+        return failed_error(_BACKEND)
+    return None
+
+
+class RedisAskSessionStore:
+    """Revisioned Ask sessions in Redis hashes, with an optional time to live.
+
+    Built from a URL, the store owns its client and closes it in :meth:`aclose`; built from a
+    ``redis.asyncio.Redis`` client, it borrows it. Keys are ``prefix`` followed by the
+    unambiguous :func:`~agentskit_chat.storage.storage_key` of the session
+    (``agentskit:ask:docs:user-1:session-1``).
+
+    Args:
+        url_or_client: A Redis URL (``redis://``, ``rediss://``, ``unix://``) or a client.
+        prefix: Prepended to every key, to share a Redis with other data.
+        ttl_seconds: When set, a session expires this long after its last save.
+        connect_timeout: Seconds an owned client waits to connect.
+
+    Raises:
+        ImportError: the ``redis`` extra is not installed.
+        TypeError: ``url_or_client`` is neither a string nor a ``redis.asyncio.Redis``.
+        ValueError: ``ttl_seconds`` is not positive.
+
+    Example:
+        >>> store = RedisAskSessionStore(  # doctest: +SKIP
+        ...     "redis://127.0.0.1:6379/0", ttl_seconds=86400
+        ... )
+    """
+
+    def __init__(
+        self,
+        url_or_client: str | Redis,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        ttl_seconds: float | None = None,
+        connect_timeout: float = 10.0,
+    ) -> None:
+        _import_driver()
+        from redis.asyncio import Redis  # noqa: PLC0415
+
+        if not isinstance(prefix, str):
+            raise TypeError("prefix must be a str")
+        if ttl_seconds is not None and not ttl_seconds > 0:
+            raise ValueError("ttl_seconds must be positive")
+        if isinstance(url_or_client, str):
+            self._client: Redis = Redis.from_url(
+                url_or_client, socket_connect_timeout=connect_timeout
+            )
+            self._owns_client = True
+        elif isinstance(url_or_client, Redis):
+            self._client = url_or_client
+            self._owns_client = False
+        else:
+            raise TypeError("expected a Redis URL or a redis.asyncio.Redis client")
+        self._prefix = prefix
+        self._ttl_ms = "" if ttl_seconds is None else str(max(1, round(ttl_seconds * 1000)))
+        self._cas = self._client.register_script(_CAS)
+        self._closed = False
+
+    def _name(self, key: SessionKey) -> str:
+        return self._prefix + storage_key(key)
+
+    async def load(self, key: SessionKey) -> AskSessionRecord | None:
+        """The stored record of ``key``, or ``None``.
+
+        Raises:
+            StorageError: the stored record is invalid (not retryable), the server is
+                unreachable (retryable), or the store is closed.
+        """
+        check_session_key(key)
+        if self._closed:
+            closed_error(_BACKEND)
+        try:
+            revision, text = await self._client.hmget(self._name(key), ["revision", "record"])
+        except Exception as exc:
+            error = _translate(exc)
+            if error is None:
+                raise
+            raise error from None
+        if revision is None and text is None:
+            return None
+        if revision is None or text is None:
+            raise invalid_error(_BACKEND)
+        return decode_record(_BACKEND, text, revision=revision)
+
+    async def save(self, key: SessionKey, record: AskSessionRecord, expected_revision: int) -> bool:
+        """Store ``record`` iff the stored revision equals ``expected_revision`` (0: none).
+
+        Raises:
+            ValueError: ``record.revision`` is not ``expected_revision + 1``.
+            StorageError: the key holds something else (not retryable), the server is
+                unreachable (retryable), or the store is closed.
+        """
+        text = check_save(key, record, expected_revision)
+        if self._closed:
+            closed_error(_BACKEND)
+        args: list[Any] = [str(expected_revision), str(record.revision), text, self._ttl_ms]
+        try:
+            outcome = await self._cas(keys=[self._name(key)], args=args)
+        except Exception as exc:
+            error = _translate(exc)
+            if error is None:
+                raise
+            raise error from None
+        if outcome == -1:
+            raise invalid_error(_BACKEND)
+        return bool(outcome == 1)
+
+    async def aclose(self) -> None:
+        """Stop using the client, and close it if this store created it. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> RedisAskSessionStore:
+        """Check the server now (``PING``), so a bad configuration fails at startup."""
+        if self._closed:
+            closed_error(_BACKEND)
+        try:
+            await self._client.ping()
+        except Exception as exc:
+            error = _translate(exc)
+            if error is None:
+                raise
+            raise error from None
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
