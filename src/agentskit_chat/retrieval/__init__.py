@@ -1,0 +1,64 @@
+"""Retrieval: Markdown corpora, heading-aware chunks, and retrievers for the Ask service.
+
+- :func:`load_markdown_corpus` reads a folder of Markdown into citable chunks (title, heading
+  path, safe link with a GitHub-style anchor, stable safe id).
+- :class:`SQLiteFTSRetriever` is the embedded default: SQLite FTS5 with BM25, a persistent index
+  file and incremental re-indexing by content hash.
+- :class:`PostgresFTSRetriever` is the shared one: PostgreSQL full-text search (extra
+  ``postgres``, imported when built).
+- :class:`FederatedRetriever` fans out to several retrievers under one deadline and fuses their
+  rankings by reciprocal rank fusion.
+
+Each implements the :class:`~agentskit_chat.ask.Retriever` port. See ``docs/retrieval.md``.
+"""
+
+from __future__ import annotations
+
+from ._corpus import (
+    CHUNKER_VERSION,
+    MAX_CHUNK_CHARS,
+    TITLE_SEPARATOR,
+    MarkdownChunk,
+    MarkdownCorpus,
+    MarkdownDocument,
+    chunk_markdown,
+    github_slug,
+    load_markdown_corpus,
+)
+from ._federated import (
+    DEFAULT_RRF_K,
+    FederatedResult,
+    FederatedRetriever,
+    FusedSource,
+    reciprocal_rank_fusion,
+)
+from ._postgres_fts import DEFAULT_CHUNK_TABLE, PostgresFTSRetriever
+from ._query import query_terms
+from ._results import DEFAULT_TOP_K, MAX_TOP_K, IndexReport, RetrievedChunk
+from ._sqlite_fts import SQLiteFTSRetriever, build_index
+
+__all__ = [
+    "CHUNKER_VERSION",
+    "DEFAULT_CHUNK_TABLE",
+    "DEFAULT_RRF_K",
+    "DEFAULT_TOP_K",
+    "MAX_CHUNK_CHARS",
+    "MAX_TOP_K",
+    "TITLE_SEPARATOR",
+    "FederatedResult",
+    "FederatedRetriever",
+    "FusedSource",
+    "IndexReport",
+    "MarkdownChunk",
+    "MarkdownCorpus",
+    "MarkdownDocument",
+    "PostgresFTSRetriever",
+    "RetrievedChunk",
+    "SQLiteFTSRetriever",
+    "build_index",
+    "chunk_markdown",
+    "github_slug",
+    "load_markdown_corpus",
+    "query_terms",
+    "reciprocal_rank_fusion",
+]

@@ -1,0 +1,470 @@
+"""A folder of Markdown as a corpus of heading-aware, citable chunks.
+
+Each section under a heading becomes one chunk (long sections are split at paragraph
+boundaries). A chunk knows its document title and heading path, a safe root-relative link with a
+GitHub-style anchor, and a stable safe identifier, so any retriever can return it as a grounded
+source as is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from urllib.parse import quote
+
+import yaml
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from agentskit_chat.errors import BuildError, ConfigurationError
+from agentskit_chat.protocol import is_safe_href
+from agentskit_chat.protocol._text import js_trim, utf16_len
+
+__all__ = [
+    "CHUNKER_VERSION",
+    "MAX_CHUNK_CHARS",
+    "TITLE_SEPARATOR",
+    "MarkdownChunk",
+    "MarkdownCorpus",
+    "MarkdownDocument",
+    "chunk_markdown",
+    "github_slug",
+    "load_markdown_corpus",
+]
+
+#: Upper bound on a chunk's text, in characters (well inside an excerpt's 4,096 units).
+MAX_CHUNK_CHARS = 2000
+
+#: Between the document title and each heading of a chunk title: ``Setup › Install``.
+TITLE_SEPARATOR = " › "
+
+#: Changes whenever chunking changes, so that persistent indexes know to rebuild.
+CHUNKER_VERSION = "1"
+
+_MAX_TITLE_UNITS = 256
+_MAX_READABLE_ID = 100
+_INDEX_STEMS = frozenset({"index", "readme"})
+_TAG = re.compile(r"<!--.*?-->|<[^>]*>", re.DOTALL)
+_SPACES = re.compile(r"\s+")
+_NOT_ID = re.compile(r"[^A-Za-z0-9.-]+")
+_PARSER = MarkdownIt("commonmark").enable("table")
+
+
+@dataclass(frozen=True, slots=True)
+class MarkdownChunk:
+    """One citable piece of a document: a section, or part of a long one.
+
+    Attributes:
+        id: Stable safe identifier, derived from the path and the heading's anchor.
+        title: ``Document title › Heading › Subheading`` (1..256 UTF-16 units).
+        href: Safe root-relative link to the page and, below the title, the heading's anchor.
+        text: Plain text of the section, code blocks included (at most ``MAX_CHUNK_CHARS``).
+        path: The document's path inside the corpus folder, with ``/`` separators.
+        heading_path: The headings above and including this section, the page title excluded.
+        document_title: The title of the whole document.
+    """
+
+    id: str
+    title: str
+    href: str
+    text: str
+    path: str
+    heading_path: tuple[str, ...]
+    document_title: str
+
+    @property
+    def heading(self) -> str:
+        """The section's own heading (the document title for the introduction)."""
+        return self.heading_path[-1] if self.heading_path else self.document_title
+
+    @property
+    def context(self) -> str:
+        """What the section sits under: the document title and the parent headings."""
+        if not self.heading_path:
+            return ""
+        return TITLE_SEPARATOR.join((self.document_title, *self.heading_path[:-1]))
+
+
+@dataclass(frozen=True, slots=True)
+class MarkdownDocument:
+    """One Markdown file: its title, the SHA-256 of its content, and its chunks in order."""
+
+    path: str
+    title: str
+    sha256: str
+    chunks: tuple[MarkdownChunk, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MarkdownCorpus:
+    """Every document of a folder, sorted by path.
+
+    Attributes:
+        documents: The documents, sorted by path.
+        href_prefix: What every link starts with (``/docs``; empty for the site root).
+        root: The folder the documents were read from, when they came from disk.
+    """
+
+    documents: tuple[MarkdownDocument, ...]
+    href_prefix: str = "/docs"
+    root: Path | None = None
+    _by_path: dict[str, MarkdownDocument] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_path", {d.path: d for d in self.documents})
+
+    @property
+    def chunks(self) -> tuple[MarkdownChunk, ...]:
+        """Every chunk of every document, in document order."""
+        return tuple(chunk for document in self.documents for chunk in document.chunks)
+
+    @property
+    def manifest(self) -> dict[str, str]:
+        """``path → sha256`` of every document: what an index compares to re-index incrementally."""
+        return {document.path: document.sha256 for document in self.documents}
+
+    @property
+    def settings(self) -> str:
+        """What, besides content, shapes the chunks; an index built with other settings rebuilds."""
+        return f"chunker={CHUNKER_VERSION};href_prefix={self.href_prefix}"
+
+    def document(self, path: str) -> MarkdownDocument | None:
+        """The document at ``path``, or ``None``."""
+        return self._by_path.get(path)
+
+    @classmethod
+    def from_texts(cls, texts: Mapping[str, str], *, href_prefix: str = "/docs") -> MarkdownCorpus:
+        """A corpus from in-memory Markdown, keyed by relative path (``guides/setup.md``).
+
+        Raises:
+            ConfigurationError: ``href_prefix`` cannot start a safe link, or a path is not a
+                relative ``.md`` path.
+            BuildError: a document yields a link that is not safe (a path over 2,048 units).
+        """
+        prefix = _checked_prefix(href_prefix)
+        documents = []
+        for path in sorted(texts):
+            pure = PurePosixPath(path)
+            if pure.is_absolute() or ".." in pure.parts or pure.suffix != ".md":
+                raise ConfigurationError("corpus paths must be relative '.md' paths")
+            text = texts[path]
+            digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+            documents.append(_document(text, path=pure.as_posix(), prefix=prefix, digest=digest))
+        return cls(tuple(documents), prefix)
+
+
+def load_markdown_corpus(docs_dir: str | Path, *, href_prefix: str = "/docs") -> MarkdownCorpus:
+    """Read every ``*.md`` file under ``docs_dir`` (sorted, UTF-8) and chunk it.
+
+    Hidden files and folders (a name starting with ``.``) are skipped, and so is YAML front
+    matter; a front matter ``title`` names the document. Links are ``href_prefix`` + the path
+    without ``.md`` (``index.md`` and ``README.md`` stand for their folder) + ``#anchor``.
+
+    Args:
+        docs_dir: The folder to read.
+        href_prefix: What every link starts with: a root-relative path such as ``/docs``, the
+            empty string for the site root, or an ``https://`` origin.
+
+    Returns:
+        The corpus, documents sorted by path.
+
+    Raises:
+        ConfigurationError: ``href_prefix`` cannot start a safe link.
+        BuildError: the folder does not exist, or a file cannot be read as UTF-8.
+
+    Example:
+        >>> corpus = load_markdown_corpus("docs")  # doctest: +SKIP
+        >>> corpus.chunks[0].href  # doctest: +SKIP
+        '/docs/retrieval'
+    """
+    prefix = _checked_prefix(href_prefix)
+    root = Path(docs_dir)
+    if not root.is_dir():
+        raise BuildError("the docs folder does not exist or is not a folder", file=str(root))
+    documents = []
+    for file, relative in _markdown_files(root):
+        try:
+            raw = file.read_bytes()
+            text = raw.decode("utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            reason = "not valid UTF-8" if isinstance(error, UnicodeDecodeError) else "unreadable"
+            raise BuildError(f"the file is {reason}", file=str(file)) from None
+        digest = hashlib.sha256(raw).hexdigest()
+        documents.append(_document(text, path=relative, prefix=prefix, digest=digest))
+    return MarkdownCorpus(tuple(documents), prefix, root)
+
+
+def chunk_markdown(text: str, *, path: str, href_prefix: str = "/docs") -> MarkdownDocument:
+    """Chunk one Markdown text as the document at ``path`` (relative, ending in ``.md``).
+
+    Raises:
+        ConfigurationError: ``href_prefix`` cannot start a safe link.
+        BuildError: the document yields a link that is not safe.
+    """
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return _document(text, path=path, prefix=_checked_prefix(href_prefix), digest=digest)
+
+
+def github_slug(text: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as dashes.
+
+    >>> github_slug("Rate limits: `429` & Retry-After!")
+    'rate-limits-429--retry-after'
+    """
+    return "".join(
+        "-" if char == " " else char
+        for char in text.lower()
+        if char in " -_" or unicodedata.category(char)[0] in "LMN"
+    )
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+def _checked_prefix(href_prefix: str) -> str:
+    prefix = href_prefix.rstrip("/")
+    if "?" in prefix or "#" in prefix or not is_safe_href(prefix + "/x"):
+        raise ConfigurationError(
+            "href_prefix must be empty, a root-relative path or an http(s) origin"
+        )
+    return prefix
+
+
+def _markdown_files(root: Path) -> Iterator[tuple[Path, str]]:
+    found = []
+    for file in root.rglob("*.md"):
+        relative = file.relative_to(root)
+        if any(part.startswith(".") for part in relative.parts) or not file.is_file():
+            continue
+        found.append((relative.as_posix(), file))
+    for relative_path, file in sorted(found):
+        yield file, relative_path
+
+
+def _split_front_matter(text: str) -> tuple[str | None, str]:
+    """The front matter ``title`` (if any) and the Markdown after the front matter."""
+    lines = text.split("\n")
+    if lines[0].rstrip(" \t") != "---":
+        return None, text
+    end = next((i for i in range(1, len(lines)) if lines[i].rstrip(" \t") in ("---", "...")), 0)
+    if not end:
+        return None, text
+    try:
+        data = yaml.safe_load("\n".join(lines[1:end]))
+    except yaml.YAMLError:
+        data = None
+    title = data.get("title") if isinstance(data, dict) else None
+    body = "\n".join(lines[end + 1 :])
+    return (js_trim(title) or None) if isinstance(title, str) else None, body
+
+
+# --- Markdown to sections -----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Section:
+    level: int  # 0 for the text before the first heading
+    heading: str
+    slug: str
+    blocks: list[tuple[str, str]] = field(default_factory=list)  # (kind, text)
+
+
+class _Slugger:
+    """GitHub's duplicate rule: a second ``Setup`` is ``setup-1``, a third ``setup-2``."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, int] = {}
+
+    def slug(self, text: str) -> str:
+        base = github_slug(text)
+        result = base
+        while result in self._seen:
+            self._seen[base] += 1
+            result = f"{base}-{self._seen[base]}"
+        self._seen[result] = 0
+        return result
+
+
+def _inline_text(token: Token) -> str:
+    parts: list[str] = []
+    for child in token.children or ():
+        if child.type in ("text", "code_inline", "image"):
+            parts.append(child.content)
+        elif child.type == "softbreak":
+            parts.append(" ")
+        elif child.type == "hardbreak":
+            parts.append("\n")
+    return "".join(parts).strip()
+
+
+def _sections(markdown: str) -> list[_Section]:
+    slugger = _Slugger()
+    sections = [_Section(0, "", "")]
+    tokens = _PARSER.parse(markdown)
+    marker: str | None = None
+    row: list[str] | None = None
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        blocks = sections[-1].blocks
+        if token.type == "heading_open":
+            heading = _inline_text(tokens[index + 1]) if index + 1 < len(tokens) else ""
+            sections.append(_Section(int(token.tag[1]), heading, slugger.slug(heading)))
+            index += 3  # heading_open, inline, heading_close
+            continue
+        if token.type == "list_item_open":
+            marker = f"{token.info}{token.markup} " if token.info else "- "
+        elif token.type == "tr_open":
+            row = []
+        elif token.type == "tr_close" and row is not None:
+            if any(row):
+                blocks.append(("row", " | ".join(row)))
+            row = None
+        elif token.type == "inline":
+            text = _inline_text(token)
+            if row is not None:
+                row.append(text)
+            elif text:
+                blocks.append(("item", marker + text) if marker else ("para", text))
+            marker = None
+        elif token.type in ("fence", "code_block"):
+            code = token.content.rstrip("\n")
+            if code.strip():
+                blocks.append(("code", code))
+            marker = None
+        elif token.type == "html_block":
+            html = _SPACES.sub(" ", _TAG.sub(" ", token.content)).strip()
+            if html:
+                blocks.append(("para", html))
+        index += 1
+    return sections
+
+
+# --- sections to chunks -------------------------------------------------------------------------
+
+
+def _pieces(kind: str, text: str) -> Iterator[tuple[str, str]]:
+    """A block cut to fit a chunk: at line ends first, then at spaces, then anywhere."""
+    if len(text) <= MAX_CHUNK_CHARS:
+        yield kind, text
+        return
+    for whole_line in text.split("\n"):
+        line = whole_line
+        while len(line) > MAX_CHUNK_CHARS:
+            cut = line.rfind(" ", MAX_CHUNK_CHARS // 2, MAX_CHUNK_CHARS)
+            cut = cut if cut > 0 else MAX_CHUNK_CHARS
+            yield kind, line[:cut]
+            line = line[cut:].lstrip(" ")
+        if line.strip():
+            yield kind, line
+
+
+def _pack(blocks: Sequence[tuple[str, str]]) -> list[str]:
+    """Consecutive blocks joined into texts of at most ``MAX_CHUNK_CHARS`` characters."""
+    texts: list[str] = []
+    current = ""
+    previous = ""
+    for kind, piece in (p for block in blocks for p in _pieces(*block)):
+        tight = kind == previous and kind in ("item", "row", "code")
+        joined = f"{current}{chr(10) if tight else chr(10) * 2}{piece}" if current else piece
+        if len(joined) > MAX_CHUNK_CHARS:
+            texts.append(current)
+            joined = piece
+        current, previous = joined, kind
+    if current.strip():
+        texts.append(current)
+    return texts
+
+
+def _clip_title(title: str) -> str:
+    title = js_trim(title)
+    if utf16_len(title) <= _MAX_TITLE_UNITS:
+        return title
+    used = 0
+    for index, char in enumerate(title):
+        used += 2 if ord(char) > 0xFFFF else 1
+        if used > _MAX_TITLE_UNITS - 1:
+            return js_trim(title[:index]) + "…"
+    return title  # pragma: no cover - the loop always returns for an over-long title
+
+
+def _page_href(prefix: str, path: str) -> str:
+    parts = path[: -len(".md")].split("/") if path.endswith(".md") else path.split("/")
+    if parts and parts[-1].lower() in _INDEX_STEMS:
+        parts = parts[:-1]
+    tail = "/".join(quote(part, safe="-._~") for part in parts)
+    if tail:
+        return f"{prefix}/{tail}"
+    return prefix or "/"
+
+
+def _chunk_id(path: str, slug: str | None, part: int) -> str:
+    """Readable and stable: the path and anchor folded to safe characters, plus a digest.
+
+    The digest is of the exact path, anchor and part, so ids stay unique even when folding
+    merges two names (``a/b.md`` and ``a-b.md``), and they change only when those change.
+    """
+    key = f"{path}#{slug}" if slug is not None else path
+    if part > 1:
+        key = f"{key}@{part}"
+    stem = path[: -len(".md")] if path.endswith(".md") else path
+    readable = f"{stem}-{slug}" if slug else stem
+    folded = unicodedata.normalize("NFKD", readable).encode("ascii", "ignore").decode("ascii")
+    folded = _NOT_ID.sub("-", folded).strip("-.")[:_MAX_READABLE_ID].rstrip("-.") or "doc"
+    suffix = f"-{part}" if part > 1 else ""
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"{folded}{suffix}-{digest}"
+
+
+def _document(text: str, *, path: str, prefix: str, digest: str) -> MarkdownDocument:
+    # In-memory text may hold lone surrogates, which no database can store: make them U+FFFD.
+    text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    front_title, body = _split_front_matter(text)
+    sections = _sections(body)
+    # The page title is the first heading when it is an H1 before any other heading; its
+    # section is the page's introduction and the title is left out of every heading path.
+    first = sections[1] if len(sections) > 1 else None
+    title_heading = first if first is not None and first.level == 1 else None
+    if title_heading is not None:
+        sections[0].blocks.extend(title_heading.blocks)
+        del sections[1]
+    stem = PurePosixPath(path).stem
+    doc_title = (
+        _clip_title(front_title or (title_heading.heading if title_heading else "") or stem)
+        or _clip_title(stem)
+        or "Document"
+    )
+    page = _page_href(prefix, path)
+    chunks: list[MarkdownChunk] = []
+    stack: list[tuple[int, str]] = []
+    for section in sections:
+        if section.level:
+            while stack and stack[-1][0] >= section.level:
+                stack.pop()
+            stack.append((section.level, section.heading))
+        heading_path = tuple(heading for _, heading in stack)
+        title = _clip_title(TITLE_SEPARATOR.join((doc_title, *heading_path))) or doc_title
+        slug = section.slug if section.level else None
+        href = f"{page}#{section.slug}" if section.slug else page
+        if not is_safe_href(href):
+            href = page
+        if not is_safe_href(href):
+            raise BuildError("the document's path gives a link that is not safe", file=path)
+        for part, chunk_text in enumerate(_pack(section.blocks), start=1):
+            chunks.append(
+                MarkdownChunk(
+                    id=_chunk_id(path, slug, part),
+                    title=title,
+                    href=href,
+                    text=chunk_text,
+                    path=path,
+                    heading_path=heading_path,
+                    document_title=doc_title,
+                )
+            )
+    return MarkdownDocument(path, doc_title, digest, tuple(chunks))
