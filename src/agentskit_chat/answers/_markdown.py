@@ -9,7 +9,6 @@ here is pure: the producer does the file system work.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -17,6 +16,7 @@ from typing import Final
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from agentskit_chat._doclinks import HeadingSlugger, github_slug
 from agentskit_chat.protocol import normalize_knowledge_key
 from agentskit_chat.protocol._text import js_trim, utf16_len
 
@@ -97,36 +97,6 @@ def clip_units(text: str, units: int) -> str:
         if used > units:
             return text[:index]
     return text
-
-
-def github_slug(text: str) -> str:
-    """The anchor GitHub gives a heading: lowercase, punctuation removed, spaces as dashes.
-
-    >>> github_slug("Hello, `World`!")
-    'hello-world'
-    """
-    kept = [
-        "-" if char == " " else char
-        for char in text.lower()
-        if char in " -_" or unicodedata.category(char)[0] in "LMN"
-    ]
-    return "".join(kept)
-
-
-class _Slugger:
-    """GitHub's duplicate handling: the second ``Setup`` becomes ``setup-1``, then ``setup-2``."""
-
-    def __init__(self) -> None:
-        self._seen: dict[str, int] = {}
-
-    def slug(self, text: str) -> str:
-        base = github_slug(text)
-        result = base
-        while result in self._seen:
-            self._seen[base] += 1
-            result = f"{base}-{self._seen[base]}"
-        self._seen[result] = 0
-        return result
 
 
 def escape_markdown(text: str) -> str:
@@ -248,7 +218,7 @@ def read_markdown_document(text: str, *, stem: str, display: str) -> MarkdownDoc
     lines = text.split("\n")
     tokens = _PARSER.parse("\n" * front.lines + "\n".join(lines[front.lines :]))
 
-    slugger = _Slugger()
+    slugger = HeadingSlugger()
     headings: list[Heading] = []
     title_heading: Heading | None = None
     summary = ""

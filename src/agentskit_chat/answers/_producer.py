@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Final, Literal
-from urllib.parse import quote
 
 import orjson
 
+from agentskit_chat._doclinks import page_href
 from agentskit_chat.errors import BuildError
 from agentskit_chat.protocol import (
     KNOWLEDGE_PROTOCOL,
@@ -65,7 +65,6 @@ ARTIFACT_FILE_NAME: Final = "knowledge.json"
 SITE_FILE_NAME: Final = "site.json"
 DEFAULT_ARTIFACT_HREF: Final = "/agentskit-chat.knowledge.json"
 MARKDOWN_SUFFIXES: Final = (".md", ".markdown")
-_INDEX_STEMS: Final = frozenset({"index", "readme"})
 
 ENTRY_LIMIT: Final = "the artifact holds at most 1024 entries"
 SIZE_LIMIT: Final = "the artifact holds at most 524288 bytes"
@@ -198,15 +197,6 @@ def _markdown_files(docs_dir: Path, left: list[LeftOut]) -> list[tuple[str, Path
     return sorted(found, key=lambda item: item[0])
 
 
-def _page_href(prefix: str, slug: str) -> str:
-    """``prefix`` + the path; an ``index`` or ``README`` page links to its folder."""
-    parts = slug.split("/")
-    if parts[-1].lower() in _INDEX_STEMS:
-        parts = parts[:-1]
-    tail = "/".join(quote(part, safe="-._~") for part in parts)
-    return f"{prefix}/{tail}" if tail else prefix or "/"
-
-
 def _read_text(path: Path, display: str) -> str:
     try:
         data = path.read_bytes()
@@ -321,7 +311,7 @@ def build_local_knowledge_artifact(
     for done, (rel, path) in enumerate(files, start=1):
         display = str(root / rel)
         slug = str(PurePosixPath(rel).with_suffix(""))
-        href = _page_href(prefix, slug)
+        href = page_href(prefix, slug)
         if not is_safe_href(href):
             raise BuildError(f"--href-prefix gives the unsafe link {href!r}", file=display)
         parsed = read_markdown_document(

@@ -14,12 +14,12 @@ import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from urllib.parse import quote
 
 import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from agentskit_chat._doclinks import HeadingSlugger, github_slug, page_href
 from agentskit_chat.errors import BuildError, ConfigurationError
 from agentskit_chat.protocol import is_safe_href
 from agentskit_chat.protocol._text import js_trim, utf16_len
@@ -47,7 +47,6 @@ CHUNKER_VERSION = "1"
 
 _MAX_TITLE_UNITS = 256
 _MAX_READABLE_ID = 100
-_INDEX_STEMS = frozenset({"index", "readme"})
 _TAG = re.compile(r"<!--.*?-->|<[^>]*>", re.DOTALL)
 _SPACES = re.compile(r"\s+")
 _NOT_ID = re.compile(r"[^A-Za-z0-9.-]+")
@@ -209,19 +208,6 @@ def chunk_markdown(text: str, *, path: str, href_prefix: str = "/docs") -> Markd
     return _document(text, path=path, prefix=_checked_prefix(href_prefix), digest=digest)
 
 
-def github_slug(text: str) -> str:
-    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as dashes.
-
-    >>> github_slug("Rate limits: `429` & Retry-After!")
-    'rate-limits-429--retry-after'
-    """
-    return "".join(
-        "-" if char == " " else char
-        for char in text.lower()
-        if char in " -_" or unicodedata.category(char)[0] in "LMN"
-    )
-
-
 # --- reading ------------------------------------------------------------------------------------
 
 
@@ -273,22 +259,6 @@ class _Section:
     blocks: list[tuple[str, str]] = field(default_factory=list)  # (kind, text)
 
 
-class _Slugger:
-    """GitHub's duplicate rule: a second ``Setup`` is ``setup-1``, a third ``setup-2``."""
-
-    def __init__(self) -> None:
-        self._seen: dict[str, int] = {}
-
-    def slug(self, text: str) -> str:
-        base = github_slug(text)
-        result = base
-        while result in self._seen:
-            self._seen[base] += 1
-            result = f"{base}-{self._seen[base]}"
-        self._seen[result] = 0
-        return result
-
-
 def _inline_text(token: Token) -> str:
     parts: list[str] = []
     for child in token.children or ():
@@ -302,7 +272,7 @@ def _inline_text(token: Token) -> str:
 
 
 def _sections(markdown: str) -> list[_Section]:
-    slugger = _Slugger()
+    slugger = HeadingSlugger()
     sections = [_Section(0, "", "")]
     tokens = _PARSER.parse(markdown)
     marker: str | None = None
@@ -392,16 +362,6 @@ def _clip_title(title: str) -> str:
     return title  # pragma: no cover - the loop always returns for an over-long title
 
 
-def _page_href(prefix: str, path: str) -> str:
-    parts = path[: -len(".md")].split("/") if path.endswith(".md") else path.split("/")
-    if parts and parts[-1].lower() in _INDEX_STEMS:
-        parts = parts[:-1]
-    tail = "/".join(quote(part, safe="-._~") for part in parts)
-    if tail:
-        return f"{prefix}/{tail}"
-    return prefix or "/"
-
-
 def _chunk_id(path: str, slug: str | None, part: int) -> str:
     """Readable and stable: the path and anchor folded to safe characters, plus a digest.
 
@@ -439,7 +399,7 @@ def _document(text: str, *, path: str, prefix: str, digest: str) -> MarkdownDocu
         or _clip_title(stem)
         or "Document"
     )
-    page = _page_href(prefix, path)
+    page = page_href(prefix, path)
     chunks: list[MarkdownChunk] = []
     stack: list[tuple[int, str]] = []
     for section in sections:
