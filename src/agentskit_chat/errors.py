@@ -10,7 +10,8 @@ are for programmer-facing misuse (encoding an invalid value, constructing with b
     ├── ConfigurationError       a component was given invalid options (``AK_CONFIG_INVALID``)
     ├── StorageError             a session store failed, or holds a record that is not valid
     ├── AskServiceError          the Ask service refused or failed a request (a fixed diagnostic)
-    └── RetrievalError           a search index or search backend could not be used
+    ├── RetrievalError           a search index or search backend could not be used
+    └── RateLimitError           a shared rate limiter could not decide (its server failed)
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ __all__ = [
     "ConfigurationError",
     "ContentHashError",
     "ProtocolError",
+    "RateLimitError",
     "RetrievalError",
     "StorageError",
 ]
@@ -142,6 +144,22 @@ class RetrievalError(AgentsKitChatError):
     Its index is closed or unusable, its server is unreachable, or every member of a federated
     retriever failed. The message is a fixed sentence; it never contains the query, an excerpt
     or a connection URL, and the driver's own exception is not chained.
+
+    Attributes:
+        message: The fixed message.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class RateLimitError(AgentsKitChatError):
+    """A shared rate limiter could not decide whether a request may proceed.
+
+    Its server is unreachable or answered with an error. The message is a fixed sentence; it
+    never contains a subject id or a connection URL, and the driver's own exception is not
+    chained. The Ask service answers such a request with its generic internal error.
 
     Attributes:
         message: The fixed message.

@@ -1,0 +1,529 @@
+"""The Ask service pipeline, free of any transport (``behaviour-server.md`` §2.1-2.2).
+
+:class:`AskService` takes one request through the exact order of the spec: method, media type,
+authentication, trusted site, subject, corpus/persona hints, rate limit, and only then the body,
+its validation, the stored history, retrieval under its deadline and the grounded sources. What
+comes back is an :class:`~agentskit_chat.ask.AskResponse`: an error with its fixed diagnostic,
+or the NDJSON stream that generates, cites, persists and reports usage as it is read.
+
+The ASGI app (:func:`~agentskit_chat.ask.create_ask_service_app`) is a thin wrapper around
+:meth:`AskService.handle`; in-process callers use :meth:`AskService.stream` and get the very same
+events with no HTTP hop.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final, TypeAlias, TypeVar
+
+import anyio
+
+from agentskit_chat.errors import AskServiceError
+from agentskit_chat.protocol import (
+    ASK_ERROR_CASES,
+    ASK_REQUEST_MAX_MESSAGES,
+    AskDiagnostic,
+    AskMessage,
+    AskRequest,
+    BackendSiteConfig,
+    GroundedSource,
+    decode_ask_request,
+    decode_ask_session_record,
+    decode_backend_site_config,
+    decode_grounded_source,
+)
+from agentskit_chat.protocol._json import MAX_SAFE_INTEGER
+from agentskit_chat.protocol._text import js_trim
+from agentskit_chat.protocol._types import is_safe_id
+
+from ._body import BodySource, read_bounded_body
+from ._metrics import MetricOutcome, MetricSink, RequestMetrics
+from ._ports import (
+    AskSessionStore,
+    Generator,
+    RateLimitDecision,
+    RateLimiter,
+    RetrievalRequest,
+    Retriever,
+    SessionKey,
+)
+from ._service_stream import AskResponse, StreamPlan
+
+__all__ = [
+    "ASGIApp",
+    "AskService",
+    "AuthResult",
+    "Authenticated",
+    "Refused",
+    "ResolveSite",
+    "ResolveSubjectId",
+]
+
+T = TypeVar("T")
+
+#: The ASGI callable shape (scope, receive, send), as the host's refusal response uses it.
+ASGIApp: TypeAlias = Callable[
+    [MutableMapping[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]],
+    Awaitable[None],
+]
+#: Returns the trusted site configuration for an authenticated context (sync or async).
+ResolveSite: TypeAlias = Callable[
+    [Any], BackendSiteConfig | Mapping[str, Any] | Awaitable[BackendSiteConfig | Mapping[str, Any]]
+]
+#: Returns the stable subject id of an authenticated context (sync or async).
+ResolveSubjectId: TypeAlias = Callable[[Any], str | Awaitable[str]]
+
+_SUBJECT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,255}")
+_CONFIG_INVALID: Final = "The Ask handler configuration is invalid."
+
+
+@dataclass(frozen=True, slots=True)
+class Authenticated:
+    """Authentication succeeded; ``context`` is the host's identity, passed to every hook."""
+
+    context: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """Authentication refused; ``response`` (an ASGI app, such as a Starlette ``Response``) is
+    sent unchanged: no request-id header, no metrics."""
+
+    response: ASGIApp
+
+
+#: What an authenticator returns.
+AuthResult: TypeAlias = Authenticated | Refused
+
+
+def _case(name: str, *, retry_after: int | None = None) -> AskServiceError:
+    case = ASK_ERROR_CASES[name]
+    return AskServiceError(
+        case.status, case.code, case.message, retryable=case.retryable, retry_after=retry_after
+    )
+
+
+def _internal() -> AskServiceError:
+    return _case("internal")
+
+
+class _Expired(Exception):
+    """A deadline of the current phase fired."""
+
+
+async def _resolve(value: T | Awaitable[T]) -> T:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+def _positive_int(value: object) -> bool:
+    return type(value) is int and 0 < value <= MAX_SAFE_INTEGER
+
+
+def _diagnostic_of(error: AskServiceError) -> AskDiagnostic | None:
+    try:
+        return AskDiagnostic.model_validate(
+            {"code": error.code, "message": error.message, "retryable": error.retryable}
+        )
+    except Exception:
+        return None
+
+
+@dataclass(slots=True)
+class _Call:
+    """The state of one request while its response is prepared."""
+
+    request_id: str
+    bootstrap_deadline: float
+    metrics: RequestMetrics | None = None
+    in_bootstrap: bool = True
+    request_deadline: float = field(default=math.inf)
+
+
+class AskService:
+    """The trusted Ask pipeline, with every dependency injected.
+
+    Args:
+        resolve_site: ``context -> site configuration`` (a ``BackendSiteConfig`` or its wire
+            mapping, validated strictly). Sync or async; bounded by the bootstrap deadline.
+        resolve_subject_id: ``context -> subject id`` for persistence and rate limiting; must
+            match ``[A-Za-z0-9][A-Za-z0-9._:@-]{0,255}``.
+        retrievers: Retrievers by corpus mode (``"local"``, ``"federated"``); the site's
+            ``corpus.mode`` picks one. The client never does.
+        generator: Streams the grounded answer.
+        session_store: Revisioned CAS storage of conversations, used when the site requires
+            persistence. Optional.
+        rate_limiter: Consulted before the body is read. Optional (everything allowed).
+        on_metric: Receives each validated metric (isolated: what it raises is ignored).
+        max_body_bytes: The body limit.
+        bootstrap_timeout_ms: The deadline of authentication and site resolution.
+        create_id: Request ids; a failure or an unsafe id falls back to a random UUID.
+        now: Wall clock for metric timestamps.
+        clock: Milliseconds for metric durations (deadlines use anyio's clock).
+
+    Raises:
+        AskServiceError: 500 ``ASK_INTERNAL`` "The Ask handler configuration is invalid." when
+            ``max_body_bytes`` or ``bootstrap_timeout_ms`` is not a positive safe integer.
+    """
+
+    def __init__(
+        self,
+        *,
+        resolve_site: ResolveSite,
+        resolve_subject_id: ResolveSubjectId,
+        retrievers: Mapping[str, Retriever],
+        generator: Generator,
+        session_store: AskSessionStore | None = None,
+        rate_limiter: RateLimiter | None = None,
+        on_metric: MetricSink | None = None,
+        max_body_bytes: int = 65536,
+        bootstrap_timeout_ms: int = 30000,
+        create_id: Callable[[], str] | None = None,
+        now: Callable[[], datetime] | None = None,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        if not _positive_int(max_body_bytes) or not _positive_int(bootstrap_timeout_ms):
+            raise AskServiceError(500, "ASK_INTERNAL", _CONFIG_INVALID, retryable=False)
+        self._resolve_site = resolve_site
+        self._resolve_subject_id = resolve_subject_id
+        self._retrievers = dict(retrievers)
+        self._generator = generator
+        self._store = session_store
+        self._rate_limiter = rate_limiter
+        self._on_metric = on_metric
+        self._max_body_bytes = max_body_bytes
+        self._bootstrap_seconds = bootstrap_timeout_ms / 1000
+        self._create_id = create_id
+        self._now = now or (lambda: datetime.now(UTC))
+        self._clock = clock or (lambda: time.perf_counter() * 1000)
+
+    # --- entry points ----------------------------------------------------------------------------
+
+    async def stream(
+        self,
+        context: Any,
+        body: bytes | str | AskRequest,
+        query: Mapping[str, str] | None = None,
+    ) -> AskResponse:
+        """Answer an already-authenticated request in process (no HTTP hop).
+
+        Args:
+            context: The authenticated context, as an authenticator would return it.
+            body: The request: JSON bytes or text, or an ``AskRequest``.
+            query: The ``corpus`` / ``persona`` hints, if any.
+
+        Returns:
+            The response; for ``200``, its events stream as it is read.
+        """
+        if isinstance(body, AskRequest):
+            payload = body.to_json().encode()
+        elif isinstance(body, str):
+            payload = body.encode("utf-8", "surrogatepass")
+        else:
+            payload = body
+        result = await self.handle(
+            authenticate=lambda: Authenticated(context), query=query, body=payload
+        )
+        if isinstance(result, Refused):  # pragma: no cover - the authenticator above never refuses
+            raise AssertionError("in-process requests are authenticated")
+        return result
+
+    async def handle(
+        self,
+        *,
+        authenticate: Callable[[], AuthResult | Awaitable[AuthResult]],
+        body: BodySource,
+        method: str = "POST",
+        content_type: str | None = "application/json",
+        content_length: str | None = None,
+        query: Mapping[str, str] | None = None,
+        request_id: str | None = None,
+    ) -> AskResponse | Refused:
+        """Take one request through the pipeline, in the spec's order.
+
+        Args:
+            authenticate: Authenticates the request (sync or async), under the bootstrap
+                deadline.
+            body: The body, read only after the rate limit allowed the request.
+            method: The HTTP method; only ``POST`` is served.
+            content_type: The ``content-type`` header.
+            content_length: The ``content-length`` header, checked before reading.
+            query: Query parameters (first value of each); ``corpus`` and ``persona`` are
+                hints that may only confirm the trusted site.
+            request_id: The request id to use, when the caller already drew one with
+                :meth:`new_request_id` (an unsafe id is replaced by a fresh one).
+
+        Returns:
+            The host's refusal unchanged, or a response (an error or the stream).
+        """
+        if request_id is None or not is_safe_id(request_id):
+            request_id = self.new_request_id()
+        call = _Call(
+            request_id=request_id,
+            bootstrap_deadline=anyio.current_time() + self._bootstrap_seconds,
+        )
+        started_at = self._mark()
+        try:
+            return await self._prepare(
+                call,
+                started_at,
+                authenticate=authenticate,
+                method=method,
+                content_type=content_type,
+                content_length=content_length,
+                query=query or {},
+                body=body,
+            )
+        except anyio.get_cancelled_exc_class():
+            if call.metrics is not None:
+                call.metrics.fail("cancelled")
+            raise
+        except Exception as exc:
+            return self._failure(call, exc)
+
+    # --- helpers ---------------------------------------------------------------------------------
+
+    def new_request_id(self) -> str:
+        """A request id from ``create_id``, or a random UUID when it fails or is not safe."""
+        if self._create_id is not None:
+            try:
+                candidate = self._create_id()
+            except Exception:
+                candidate = None
+            if is_safe_id(candidate):
+                return candidate  # type: ignore[return-value]
+        return str(uuid.uuid4())
+
+    def _mark(self) -> float:
+        try:
+            return float(self._clock())
+        except Exception:
+            return 0.0
+
+    def _failure(self, call: _Call, exc: Exception) -> AskResponse:
+        """The pre-stream exception mapping of §2.2."""
+        now = anyio.current_time()
+        expired = (
+            isinstance(exc, _Expired)
+            or (call.in_bootstrap and now >= call.bootstrap_deadline)
+            or now >= call.request_deadline
+        )
+        error = _case("request_timeout") if expired else exc
+        diagnostic = _diagnostic_of(error) if isinstance(error, AskServiceError) else None
+        if diagnostic is None or not isinstance(error, AskServiceError):
+            error = _internal()
+            diagnostic = _diagnostic_of(error)
+            assert diagnostic is not None
+        outcome: MetricOutcome = (
+            "cancelled" if expired else "rejected" if error.status < 500 else "error"
+        )
+        if call.metrics is not None:
+            call.metrics.fail(outcome)
+        return AskResponse.error(
+            diagnostic,
+            status=error.status,
+            request_id=call.request_id,
+            retry_after=error.retry_after,
+        )
+
+    async def _prepare(
+        self,
+        call: _Call,
+        started_at: float,
+        *,
+        authenticate: Callable[[], AuthResult | Awaitable[AuthResult]],
+        method: str,
+        content_type: str | None,
+        content_length: str | None,
+        query: Mapping[str, str],
+        body: BodySource,
+    ) -> AskResponse | Refused:
+        if method != "POST":
+            raise _case("method_not_allowed")
+        if not (content_type or "").lower().startswith("application/json"):
+            raise _case("unsupported_media_type")
+
+        # Bootstrap: identity and trusted site, under their own deadline.
+        with anyio.CancelScope(deadline=call.bootstrap_deadline) as bootstrap:
+            auth = await _resolve(authenticate())
+            if isinstance(auth, Refused):
+                return auth
+            if not isinstance(auth, Authenticated):
+                raise _internal()
+            context = auth.context
+            try:
+                raw_site = await _resolve(self._resolve_site(context))
+            except Exception:
+                raise _internal() from None
+            decoded_site = decode_backend_site_config(raw_site)
+            if not decoded_site.ok:
+                raise _internal()
+            site = decoded_site.value
+            call.metrics = RequestMetrics(
+                self._on_metric,
+                site_id=site.site_id,
+                corpus_id=site.corpus.id,
+                request_id=call.request_id,
+                started_at=started_at,
+                clock=self._clock,
+                now=self._now,
+            )
+            subject_id = await _resolve(self._resolve_subject_id(context))
+        if bootstrap.cancelled_caught:
+            raise _Expired
+        if type(subject_id) is not str or _SUBJECT.fullmatch(subject_id) is None:
+            raise _case("host_identity_invalid")
+        corpus_hint = query.get("corpus")
+        persona_hint = query.get("persona")
+        if (corpus_hint is not None and corpus_hint != site.corpus.id) or (
+            persona_hint is not None and persona_hint != site.assistant.id
+        ):
+            raise _case("forbidden")
+
+        # DECISIONS 8: the bootstrap deadline ends with bootstrap; the request deadline starts.
+        call.in_bootstrap = False
+        call.request_deadline = anyio.current_time() + site.limits.request_timeout_ms / 1000
+        with anyio.CancelScope(deadline=call.request_deadline) as request_scope:
+            plan = await self._admit(
+                call,
+                site=site,
+                context=context,
+                subject_id=subject_id,
+                body=body,
+                content_length=content_length,
+            )
+        if request_scope.cancelled_caught:
+            raise _Expired
+        return AskResponse.streaming(plan)
+
+    async def _admit(
+        self,
+        call: _Call,
+        *,
+        site: BackendSiteConfig,
+        context: Any,
+        subject_id: str,
+        body: BodySource,
+        content_length: str | None,
+    ) -> StreamPlan:
+        """Steps 9-20: rate limit, body, validation, history, retrieval, sources."""
+        metrics = call.metrics
+        assert metrics is not None
+        if self._rate_limiter is not None:
+            decision = await self._rate_limiter.check(
+                context=context, site=site, subject_id=subject_id
+            )
+            if not isinstance(decision, RateLimitDecision):
+                raise _internal()
+            if decision.allowed is not True:
+                retry = decision.retry_after_seconds
+                valid_retry = type(retry) is int and 0 <= retry <= MAX_SAFE_INTEGER
+                raise _case("rate_limited", retry_after=retry if valid_retry else None)
+
+        raw = await read_bounded_body(
+            body, content_length=content_length, limit=self._max_body_bytes
+        )
+        decoded = decode_ask_request(raw)
+        if not decoded.ok:
+            diagnostic = decoded.diagnostic
+            raise AskServiceError(400, diagnostic.code, diagnostic.message, retryable=False)
+        request = decoded.value
+        if request.messages[-1].role != "user":
+            # DECISIONS 4: the service never silently re-answers an older question.
+            raise _case("invalid_request")
+        metrics.record("deterministic.fallback", 0 if request.deterministic is None else 1)
+
+        key: SessionKey | None = None
+        if site.persistence.mode == "required":
+            if self._store is None:
+                raise _case("persistence_not_configured")
+            if request.session_id is None:
+                # DECISIONS 2: the client left out what the site requires.
+                raise _case("invalid_request")
+            key = SessionKey(site.site_id, subject_id, request.session_id)
+        # DECISIONS 3: with persistence disabled, nothing is loaded or saved.
+
+        stored_revision = 0
+        messages: tuple[AskMessage, ...] = request.messages
+        if key is not None and self._store is not None:
+            started = metrics.mark()
+            loaded = await self._store.load(key)
+            if loaded is not None:
+                record = decode_ask_session_record(loaded)
+                if not record.ok:
+                    raise _internal()
+                stored_revision = record.value.revision
+                messages = _merge(record.value.messages, request.messages[-1])
+            metrics.record("persistence.total_ms", metrics.elapsed_ms(started))
+
+        query = js_trim(messages[-1].content)
+        if not query:
+            raise _case("question_required")
+
+        retriever = self._retrievers.get(site.corpus.mode)
+        if retriever is None:
+            raise _case("retriever_unavailable")
+        started = metrics.mark()
+        sources = await _retrieve(
+            retriever,
+            RetrievalRequest(query=query, messages=messages, site=site),
+            limit=site.limits.max_sources,
+            deadline=anyio.current_time() + site.limits.retrieval_timeout_ms / 1000,
+        )
+        metrics.record("retrieval.total_ms", metrics.elapsed_ms(started))
+        metrics.record("retrieval.documents", len(sources))
+        if not sources:
+            raise _case("no_grounded_sources")
+        return StreamPlan(
+            request_id=call.request_id,
+            site=site,
+            query=query,
+            messages=messages,
+            sources=sources,
+            generator=self._generator,
+            store=self._store if key is not None else None,
+            key=key,
+            stored_revision=stored_revision,
+            metrics=metrics,
+            request_deadline=call.request_deadline,
+        )
+
+
+def _merge(stored: tuple[AskMessage, ...], question: AskMessage) -> tuple[AskMessage, ...]:
+    """Server history wins: only the client's latest question is added to it (§2.2 step 15)."""
+    if stored and stored[-1].role == "user" and stored[-1].content == question.content:
+        return stored
+    return (*stored, question)[-ASK_REQUEST_MAX_MESSAGES:]
+
+
+async def _retrieve(
+    retriever: Retriever, request: RetrievalRequest, *, limit: int, deadline: float
+) -> tuple[GroundedSource, ...]:
+    """Retrieval under its own deadline; the retriever's own errors never leave here."""
+    failed = False
+    candidates: Any = ()
+    with anyio.CancelScope(deadline=deadline) as scope:
+        try:
+            candidates = await _resolve(retriever.retrieve(request))
+            kept: list[GroundedSource] = []
+            for candidate in candidates:
+                decoded = decode_grounded_source(candidate)
+                if decoded.ok:
+                    kept.append(decoded.value)
+                    if len(kept) == limit:
+                        break
+        except Exception:
+            failed = True
+    if scope.cancelled_caught or (failed and anyio.current_time() >= deadline):
+        raise _case("retrieval_timeout")
+    if failed:
+        raise _case("retrieval_failed")
+    return tuple(kept)
