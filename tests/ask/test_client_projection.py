@@ -15,6 +15,7 @@ from agentskit_chat.ask._client import create_ask_adapter
 from agentskit_chat.ask._client_projection import (
     ASK_CONTENT_BYTE_LIMIT_MESSAGE,
     ASK_CONTENT_RECORD_LIMIT_MESSAGE,
+    ASK_HISTORY_MAX_BYTES,
     AskContentEncoder,
     ProjectedComponent,
     ProjectedDone,
@@ -132,7 +133,7 @@ def test_trimmed_history_fits_the_server_bounds(
     history: list[tuple[str, str]], padding: int
 ) -> None:
     wire = [{"role": role, "content": "x" * padding + text} for role, text in history]
-    trimmed = trim_ask_history(wire)
+    trimmed = trim_ask_history(wire, max_bytes=10**9)  # the count and length bounds alone
     assert len(trimmed) == min(len(wire), 64)
     for original, kept in zip(wire[-64:], trimmed, strict=True):
         assert kept.role == original["role"]
@@ -532,3 +533,18 @@ def test_endpoint_url(
 def test_invalid_options_are_refused(options: dict[str, Any]) -> None:
     with pytest.raises(ConfigurationError):
         create_ask_adapter(**options)
+
+
+def test_client_trims_history_to_the_body_limit() -> None:
+    # DECISIONS 14: the bounds include the body size; the oldest messages go first, the newest
+    # message always stays, and the encoded history fits the budget.
+    wire = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": "é" * 8000} for i in range(20)
+    ]
+    trimmed = trim_ask_history(wire)
+    size = sum(len(m.to_json().encode()) + 1 for m in trimmed)
+    assert size <= ASK_HISTORY_MAX_BYTES
+    assert 0 < len(trimmed) < 20
+    assert [m.content for m in trimmed] == [w["content"] for w in wire[-len(trimmed) :]]
+    huge = [{"role": "user", "content": "é" * 16384}]
+    assert len(trim_ask_history(huge, max_bytes=10)) == 1

@@ -50,6 +50,7 @@ from agentskit_chat.runtime import ChatMessage
 __all__ = [
     "ASK_CONTENT_BYTE_LIMIT_MESSAGE",
     "ASK_CONTENT_RECORD_LIMIT_MESSAGE",
+    "ASK_HISTORY_MAX_BYTES",
     "ASK_TEXT_RECORD_UNITS",
     "AskContentEncoder",
     "AskProjection",
@@ -148,12 +149,21 @@ def project_ask_messages(messages: Sequence[ChatMessage]) -> list[dict[str, str]
     return projected
 
 
-def trim_ask_history(messages: Sequence[Mapping[str, str]]) -> tuple[AskMessage, ...]:
+#: The part of the service's default 64 KiB body limit that history may use; the rest is left
+#: for the envelope and a deterministic escalation (at most about 16 KiB).
+ASK_HISTORY_MAX_BYTES: Final = 49152
+
+
+def trim_ask_history(
+    messages: Sequence[Mapping[str, str]], *, max_bytes: int = ASK_HISTORY_MAX_BYTES
+) -> tuple[AskMessage, ...]:
     """Fit projected messages to what an Ask service accepts (DECISIONS 14).
 
-    Keeps the newest 64 messages (the oldest are dropped first) and cuts each content to its
-    first 16,384 UTF-16 units, never splitting a surrogate pair. The reference sends the
-    history unbounded, so a long conversation fails with HTTP 400.
+    Keeps the newest 64 messages (the oldest are dropped first), cuts each content to its
+    first 16,384 UTF-16 units (never splitting a surrogate pair), then drops the oldest
+    messages until the history's JSON fits ``max_bytes`` (the newest message is always kept),
+    so a long conversation stays under the service's body limit. The reference sends the
+    history unbounded, so a long conversation fails with HTTP 400 or 413.
 
     Raises:
         ProtocolError: ``ASK_INVALID_MESSAGE`` when a message role is not user or assistant.
@@ -169,7 +179,14 @@ def trim_ask_history(messages: Sequence[Mapping[str, str]]) -> tuple[AskMessage,
         if model is None:
             raise ProtocolError("ASK_INVALID_MESSAGE", "An Ask message must be user or assistant.")
         out.append(model)
-    return tuple(out)
+    used, start = 0, len(out)
+    while start > 0:
+        size = utf8_len(out[start - 1].to_json()) + 1  # and its comma
+        if used + size > max_bytes and start < len(out):
+            break
+        used += size
+        start -= 1
+    return tuple(out[start:])
 
 
 # --- safe links (§3.8) -------------------------------------------------------------------------
