@@ -1,11 +1,13 @@
 """Generators behind the Ask service's ``Generator`` port.
 
 :class:`ExtractiveGenerator` needs no model: it answers with the best-matching sentences of the
-retrieved sources and cites each one.
+retrieved sources and cites each one. :class:`PydanticAIGenerator` streams from any model
+pydantic-ai supports (the ``llm`` extra; imported only when a generator is built).
 """
 
 from __future__ import annotations
 
 from ._extractive import NO_GROUNDED_ANSWER, ExtractiveGenerator
+from ._pydantic_ai import GROUNDING_RULES, PydanticAIGenerator
 
-__all__ = ["NO_GROUNDED_ANSWER", "ExtractiveGenerator"]
+__all__ = ["GROUNDING_RULES", "NO_GROUNDED_ANSWER", "ExtractiveGenerator", "PydanticAIGenerator"]

@@ -1,0 +1,77 @@
+"""The little ASGI the operational endpoints need: one response, lifespan, method checks.
+
+The endpoints are plain ASGI callables, so they mount anywhere (a Starlette ``Route``, a
+FastAPI app, a bare uvicorn) and need no web framework of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from typing import Any, Final, TypeAlias
+
+__all__ = ["Receive", "Scope", "Send", "handle_non_http", "method_allowed", "send_response"]
+
+Scope: TypeAlias = MutableMapping[str, Any]
+Receive: TypeAlias = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send: TypeAlias = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+_READ_METHODS: Final = ("GET", "HEAD")
+
+
+async def handle_non_http(scope: Scope, receive: Receive, send: Send) -> bool:
+    """Answer a scope that is not an HTTP request; ``True`` when it was one of those.
+
+    Lifespan events are acknowledged (the endpoints hold no resources), so an endpoint can be
+    served on its own by uvicorn. A websocket is closed.
+    """
+    kind = scope.get("type")
+    if kind == "http":
+        return False
+    if kind == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return True
+    if kind == "websocket":
+        await send({"type": "websocket.close", "code": 1000})
+    return True
+
+
+async def method_allowed(scope: Scope, send: Send) -> bool:
+    """Whether the request is a GET or a HEAD; otherwise answer 405 and return ``False``."""
+    if scope.get("method") in _READ_METHODS:
+        return True
+    await send_response(
+        scope,
+        send,
+        405,
+        [(b"allow", b"GET, HEAD"), (b"content-type", b"text/plain; charset=utf-8")],
+        b"Method Not Allowed",
+    )
+    return False
+
+
+async def send_response(
+    scope: Scope,
+    send: Send,
+    status: int,
+    headers: Sequence[tuple[bytes, bytes]],
+    body: bytes,
+) -> None:
+    """Send one complete response; a HEAD request gets the headers without the body."""
+    head = scope.get("method") == "HEAD"
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                *headers,
+                (b"content-length", str(len(body)).encode("ascii")),
+                (b"cache-control", b"no-store"),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": b"" if head else body})
