@@ -85,7 +85,8 @@ class RedisAskSessionStore:
         url_or_client: A Redis URL (``redis://``, ``rediss://``, ``unix://``) or a client.
         prefix: Prepended to every key, to share a Redis with other data.
         ttl_seconds: When set, a session expires this long after its last save.
-        connect_timeout: Seconds an owned client waits to connect.
+        connect_timeout: Seconds an owned client waits to connect (or for a free connection).
+        max_connections: The size of an owned client's waiting connection pool.
 
     Raises:
         ImportError: the ``redis`` extra is not installed.
@@ -105,18 +106,25 @@ class RedisAskSessionStore:
         prefix: str = DEFAULT_PREFIX,
         ttl_seconds: float | None = None,
         connect_timeout: float = 10.0,
+        max_connections: int = 32,
     ) -> None:
         _import_driver()
-        from redis.asyncio import Redis  # noqa: PLC0415
+        from redis.asyncio import BlockingConnectionPool, Redis  # noqa: PLC0415
 
         if not isinstance(prefix, str):
             raise TypeError("prefix must be a str")
         if ttl_seconds is not None and not ttl_seconds > 0:
             raise ValueError("ttl_seconds must be positive")
         if isinstance(url_or_client, str):
-            self._client: Redis = Redis.from_url(
-                url_or_client, socket_connect_timeout=connect_timeout
+            # A waiting pool: bursts beyond ``max_connections`` queue for a connection instead
+            # of failing with "Too many connections" (redis-py's default pool does).
+            pool = BlockingConnectionPool.from_url(
+                url_or_client,
+                max_connections=max_connections,
+                timeout=connect_timeout,
+                socket_connect_timeout=connect_timeout,
             )
+            self._client: Redis = Redis.from_pool(pool)
             self._owns_client = True
         elif isinstance(url_or_client, Redis):
             self._client = url_or_client
