@@ -276,15 +276,20 @@ async def run_writers(stores: list[Any], count: int = 8) -> tuple[AskSessionReco
         store = stores[number % len(stores)]
         await start.wait()
         while True:
-            current = await store.load(KEY)
-            revision = 0 if current is None else current.revision
-            messages = () if current is None else current.messages
-            update = AskSessionRecord(
-                revision=revision + 1,
-                messages=(*messages, AskMessage(role="user", content=f"writer {number}")),
-            )
-            if await store.save(KEY, update, revision):
-                return
+            try:
+                current = await store.load(KEY)
+                revision = 0 if current is None else current.revision
+                messages = () if current is None else current.messages
+                update = AskSessionRecord(
+                    revision=revision + 1,
+                    messages=(*messages, AskMessage(role="user", content=f"writer {number}")),
+                )
+                if await store.save(KEY, update, revision):
+                    return
+            except StorageError as error:
+                # A busy backend says so with a retryable error; a worker would retry too.
+                if not error.retryable:
+                    raise
             refused += 1
 
     async with anyio.create_task_group() as group:
