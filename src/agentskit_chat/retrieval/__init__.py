@@ -8,12 +8,15 @@
   ``postgres``, imported when built).
 - :class:`FederatedRetriever` fans out to several retrievers under one deadline and fuses their
   rankings by reciprocal rank fusion.
+- :class:`LangChainRetriever` and :class:`LlamaIndexRetriever` put a LangChain or LlamaIndex
+  retriever behind the same port (extras ``langchain`` / ``llamaindex``, imported when built).
 
 Each implements the :class:`~agentskit_chat.ask.Retriever` port. See ``docs/retrieval.md``.
 """
 
 from __future__ import annotations
 
+from ._adapters import AdapterReport
 from ._corpus import (
     CHUNKER_VERSION,
     MAX_CHUNK_CHARS,
@@ -32,6 +35,8 @@ from ._federated import (
     FusedSource,
     reciprocal_rank_fusion,
 )
+from ._langchain import LangChainRetriever
+from ._llamaindex import LlamaIndexRetriever
 from ._postgres_fts import DEFAULT_CHUNK_TABLE, PostgresFTSRetriever
 from ._query import query_terms
 from ._results import DEFAULT_TOP_K, MAX_TOP_K, IndexReport, RetrievedChunk
@@ -45,10 +50,13 @@ __all__ = [
     "MAX_CHUNK_CHARS",
     "MAX_TOP_K",
     "TITLE_SEPARATOR",
+    "AdapterReport",
     "FederatedResult",
     "FederatedRetriever",
     "FusedSource",
     "IndexReport",
+    "LangChainRetriever",
+    "LlamaIndexRetriever",
     "MarkdownChunk",
     "MarkdownCorpus",
     "MarkdownDocument",
