@@ -1,4 +1,4 @@
-# Two commands on a fresh machine: `make test` and (later) `make serve`.
+# Two commands on a fresh machine: `make serve` and `make test`.
 PYTHON ?= python3
 TOOLS := .tools
 UV := $(TOOLS)/bin/uv
@@ -6,7 +6,7 @@ VENV := .venv
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: install test lint typecheck pytest bench clean
+.PHONY: install serve test lint typecheck pytest bench clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -17,6 +17,11 @@ $(VENV)/.synced: $(UV) pyproject.toml uv.lock
 	touch $@
 
 install: $(VENV)/.synced
+
+# The docs assistant over this project's own docs/ at http://127.0.0.1:8000 (the dev extra
+# includes the server extra, so one install path serves both).
+serve: install
+	$(VENV)/bin/agentskit-chat serve docs
 
 lint: install
 	$(VENV)/bin/ruff check src tests bench

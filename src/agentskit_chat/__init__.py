@@ -1,8 +1,10 @@
 """agentskit-chat: one chat definition, every interface, wire-compatible with AgentsKit Chat.
 
 The wire protocol lives in :mod:`agentskit_chat.protocol`; the answer plane in
-:mod:`agentskit_chat.answers`; the adapter seam in :mod:`agentskit_chat.runtime`. Their public
-names are re-exported here.
+:mod:`agentskit_chat.answers`; the adapter seam in :mod:`agentskit_chat.runtime`; the docs
+assistant (the main job) in :mod:`agentskit_chat.assistant`. Their public names are re-exported
+here; the Ask backend (:mod:`agentskit_chat.ask`), retrieval, storage, generation and operations
+are imported from their own packages.
 """
 
 from __future__ import annotations
@@ -31,6 +33,13 @@ from .answers import (
     create_deterministic_answer_resolver,
     write_artifact_build,
 )
+from .assistant import (
+    NO_GROUNDED_SOURCES,
+    DocsAssistant,
+    RelevanceRule,
+    ask_docs,
+    create_docs_assistant,
+)
 from .runtime import (
     CHUNK_TYPES,
     UNSCOPED_SESSION_ID,
@@ -58,6 +67,7 @@ __all__ = [
     "ESCALATION_METADATA_KEY",
     "MAX_CHOICE_SESSIONS",
     "MAX_SESSION_CHOICES",
+    "NO_GROUNDED_SOURCES",
     "SITE_FILE_NAME",
     "UNSCOPED_SESSION_ID",
     "AdapterCapabilities",
@@ -76,16 +86,20 @@ __all__ = [
     "DecisionObserver",
     "DeterministicAnswerAdapter",
     "DeterministicAnswerResolver",
+    "DocsAssistant",
     "FallbackMode",
     "LeftOut",
     "MessageRole",
     "MessageStatus",
+    "RelevanceRule",
     "SessionAwareChatAdapter",
     "StreamChunk",
     "__version__",
+    "ask_docs",
     "build_local_knowledge_artifact",
     "create_deterministic_answer_adapter",
     "create_deterministic_answer_resolver",
+    "create_docs_assistant",
     "create_scoped_source",
     "write_artifact_build",
 ]

@@ -14,6 +14,8 @@ import typer
 from agentskit_chat import __version__
 
 from ._artifact import artifact_app
+from ._ask import ask_command
+from ._serve import serve_command
 
 __all__ = ["app", "main"]
 
@@ -25,6 +27,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(artifact_app, name="artifact")
+app.command("ask")(ask_command)
+app.command("serve")(serve_command)
 
 
 def _print_version(value: bool) -> None:

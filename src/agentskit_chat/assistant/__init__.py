@@ -1,0 +1,43 @@
+"""The docs assistant: ask questions about a folder of Markdown (the main job).
+
+:func:`create_docs_assistant` builds everything from one folder: the verified knowledge
+artifact for exact answers, the chunk index, and the Ask service in process behind them, with a
+relevance rule (:class:`RelevanceRule`) that refuses to answer from weakly related text. Its
+``asgi_app`` serves the same over HTTP. See ``docs/getting-started.md``.
+"""
+
+from __future__ import annotations
+
+from ._assistant import (
+    MODEL_ENV,
+    AnswerOutcome,
+    DocsAssistant,
+    ask_docs,
+    create_docs_assistant,
+)
+from ._backend import ASSISTANT_ID, CORPUS_ID, NO_GROUNDED_SOURCES, PROVIDER, Caller
+from ._relevance import (
+    Relevance,
+    RelevanceRule,
+    RelevantRetriever,
+    TermWeights,
+    content_terms,
+)
+
+__all__ = [
+    "ASSISTANT_ID",
+    "CORPUS_ID",
+    "MODEL_ENV",
+    "NO_GROUNDED_SOURCES",
+    "PROVIDER",
+    "AnswerOutcome",
+    "Caller",
+    "DocsAssistant",
+    "Relevance",
+    "RelevanceRule",
+    "RelevantRetriever",
+    "TermWeights",
+    "ask_docs",
+    "content_terms",
+    "create_docs_assistant",
+]

@@ -1,0 +1,448 @@
+"""The docs assistant: ask questions about a folder of Markdown, and get honest answers.
+
+:func:`create_docs_assistant` composes the whole main job from one folder: the knowledge artifact
+(built and verified), the deterministic resolver in front, the chunk index, and the Ask service
+in process behind it, with a relevance rule that refuses to answer from weakly related text.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+import anyio.to_thread
+
+from agentskit_chat.answers import (
+    ArtifactBuild,
+    DeterministicAnswerResolver,
+    build_local_knowledge_artifact,
+    create_deterministic_answer_resolver,
+)
+from agentskit_chat.ask import (
+    AskService,
+    AskSessionStore,
+    Generator,
+    InMemoryRateLimiter,
+    MetricSink,
+    RateLimiter,
+)
+from agentskit_chat.errors import ConfigurationError
+from agentskit_chat.generation import ExtractiveGenerator, PydanticAIGenerator
+from agentskit_chat.protocol import (
+    BackendMetric,
+    BackendSiteConfig,
+    ChoicesAnswer,
+    EscalationAnswer,
+    ExactAnswer,
+)
+from agentskit_chat.protocol._types import is_safe_id
+from agentskit_chat.retrieval import (
+    IndexReport,
+    RetrievedChunk,
+    SQLiteFTSRetriever,
+    load_markdown_corpus,
+)
+
+from ._backend import (
+    IN_PROCESS,
+    Caller,
+    HttpOnlyLimiter,
+    ask_request_body,
+    read_answer,
+    site_config,
+    subject_of,
+)
+from ._relevance import RelevanceRule, RelevantRetriever, TermWeights
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+__all__ = ["MODEL_ENV", "AnswerOutcome", "DocsAssistant", "ask_docs", "create_docs_assistant"]
+
+#: The environment variable naming a pydantic-ai model when neither ``model`` nor ``generator``
+#: is given.
+MODEL_ENV: Final = "AGENTSKIT_MODEL"
+
+#: What :meth:`DocsAssistant.ask` returns.
+AnswerOutcome = ExactAnswer | ChoicesAnswer | EscalationAnswer
+
+_MAX_SOURCES: Final = 8
+
+
+@dataclass(slots=True)
+class _State:
+    """Everything an open assistant holds."""
+
+    build: ArtifactBuild
+    resolver: DeterministicAnswerResolver
+    index: SQLiteFTSRetriever
+    retriever: RelevantRetriever
+    site: BackendSiteConfig
+    service: AskService
+    generator: Generator
+
+
+class DocsAssistant:
+    """Answers questions about a folder of Markdown: exact answers first, then grounded ones.
+
+    Build it with :func:`create_docs_assistant` and use it as an async context manager;
+    entering builds and verifies the knowledge artifact, indexes the chunks and starts the Ask
+    service in process. See :func:`create_docs_assistant` for the options.
+    """
+
+    def __init__(
+        self,
+        docs_dir: str | Path,
+        *,
+        site_id: str,
+        index_path: str | Path | None,
+        generator: Generator | None,
+        model: str | None,
+        session_store: AskSessionStore | None,
+        now: Callable[[], datetime] | None,
+        api_key: str | None,
+        rate_limiter: RateLimiter | None,
+        relevance: RelevanceRule | None,
+        href_prefix: str,
+        max_sources: int,
+    ) -> None:
+        if not is_safe_id(site_id):
+            raise ConfigurationError("site_id must be a safe identifier")
+        if generator is not None and model is not None:
+            raise ConfigurationError("Pass either a generator or a model, not both.")
+        if api_key is not None and (not api_key.strip() or any(c.isspace() for c in api_key)):
+            raise ConfigurationError("The API key must be a non-empty token without spaces.")
+        if type(max_sources) is not int or not 1 <= max_sources <= _MAX_SOURCES:
+            raise ConfigurationError("max_sources must be an integer from 1 to 8")
+        self.docs_dir = Path(docs_dir)
+        self.site_id = site_id
+        self._index_path = None if index_path is None else Path(index_path)
+        self._generator = generator
+        self._model = model
+        self._store = session_store
+        self._now = now
+        self.api_key = api_key
+        self._limiter = HttpOnlyLimiter(
+            rate_limiter or InMemoryRateLimiter(capacity=60, refill_per_second=5.0)
+        )
+        self._relevance = relevance or RelevanceRule()
+        self._href_prefix = href_prefix
+        self._max_sources = max_sources
+        self._state: _State | None = None
+        self._lock = anyio.Lock()
+        self._metric_sinks: list[MetricSink] = []
+        self._app: Starlette | None = None
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    async def __aenter__(self) -> DocsAssistant:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the assistant is open (between :meth:`open` and :meth:`aclose`)."""
+        return self._state is not None
+
+    async def open(self) -> None:
+        """Build, verify and index; start the Ask service. Does nothing when already open.
+
+        Raises:
+            BuildError: the docs folder is missing, holds no Markdown, or a file is unreadable.
+            ConfigurationError: the model cannot be configured.
+            ImportError: a model was asked for and the ``llm`` extra is missing.
+            RetrievalError: the index file cannot be opened or written.
+        """
+        async with self._lock:
+            if self._state is None:
+                self._state = await self._build()
+
+    async def _build(self) -> _State:
+        generator = self._resolve_generator()
+        build = await anyio.to_thread.run_sync(self._build_artifact)
+        resolver = await anyio.to_thread.run_sync(self._create_resolver, build)
+        corpus, weights = await anyio.to_thread.run_sync(self._load_corpus)
+        if self._index_path is not None:
+            await anyio.to_thread.run_sync(self._make_index_folder)
+        index = await SQLiteFTSRetriever.open(
+            ":memory:" if self._index_path is None else self._index_path, corpus=corpus
+        )
+        try:
+            retriever = RelevantRetriever(index, weights, self._relevance)
+            site = site_config(self.site_id, self._store is not None, self._max_sources)
+            service = AskService(
+                resolve_site=lambda context: site,
+                resolve_subject_id=subject_of,
+                retrievers={"local": retriever},
+                generator=generator,
+                session_store=self._store,
+                rate_limiter=self._limiter,
+                on_metric=self._emit_metric,
+            )
+        except BaseException:
+            await index.aclose()
+            raise
+        return _State(build, resolver, index, retriever, site, service, generator)
+
+    def _resolve_generator(self) -> Generator:
+        if self._generator is not None:
+            return self._generator
+        model = self._model
+        if model is None:
+            model = os.environ.get(MODEL_ENV, "").strip() or None
+        if model is None:
+            return ExtractiveGenerator()
+        # Builds the model (and imports pydantic-ai) only now, when a model is asked for.
+        return PydanticAIGenerator(model)
+
+    def _build_artifact(self) -> ArtifactBuild:
+        return build_local_knowledge_artifact(
+            self.docs_dir, site_id=self.site_id, href_prefix=self._href_prefix, now=self._now
+        )
+
+    def _create_resolver(self, build: ArtifactBuild) -> DeterministicAnswerResolver:
+        return create_deterministic_answer_resolver(
+            build.artifact,
+            expected_content_hash=build.site_config.artifact.content_hash,
+            expected_site_id=self.site_id,
+            now=self._now,
+        )
+
+    def _load_corpus(self) -> tuple[Any, TermWeights]:
+        corpus = load_markdown_corpus(self.docs_dir, href_prefix=self._href_prefix)
+        weights = TermWeights.from_texts(f"{c.title}\n{c.text}" for c in corpus.chunks)
+        return corpus, weights
+
+    def _make_index_folder(self) -> None:
+        assert self._index_path is not None
+        self._index_path.parent.mkdir(parents=True, exist_ok=True)
+
+    async def aclose(self) -> None:
+        """Close the index. Idempotent; the assistant can be opened again afterwards."""
+        async with self._lock:
+            state, self._state = self._state, None
+            if state is not None:
+                await state.index.aclose()
+
+    def _require(self) -> _State:
+        if self._state is None:
+            raise ConfigurationError("The docs assistant is not open: use 'async with'.")
+        return self._state
+
+    # --- what it knows ------------------------------------------------------------------------
+
+    @property
+    def site(self) -> BackendSiteConfig:
+        """The trusted site configuration of the assistant's Ask service."""
+        return self._require().site
+
+    @property
+    def service(self) -> AskService:
+        """The Ask service pipeline behind the assistant (for in-process NDJSON)."""
+        return self._require().service
+
+    @property
+    def resolver(self) -> DeterministicAnswerResolver:
+        """The deterministic resolver over the verified artifact."""
+        return self._require().resolver
+
+    @property
+    def artifact_build(self) -> ArtifactBuild:
+        """The artifact built from the docs folder (with its site configuration and stats)."""
+        return self._require().build
+
+    @property
+    def index_report(self) -> IndexReport | None:
+        """What indexing the docs folder changed in the index when the assistant opened."""
+        return self._require().index.last_report
+
+    @property
+    def relevance(self) -> RelevanceRule:
+        """The relevance rule in force."""
+        return self._relevance
+
+    @property
+    def asgi_app(self) -> Starlette:
+        """The web app: ``POST /api/ask``, ``POST /api/answer``, ``GET /healthz``, ``GET /metrics``.
+
+        Built on first use (it needs the ``server`` extra). Its lifespan opens the assistant
+        when it is not open yet, so ``uvicorn`` can serve it directly.
+        """
+        if self._app is None:
+            from ._app import create_docs_assistant_app  # noqa: PLC0415
+
+            self._app = create_docs_assistant_app(self)
+        return self._app
+
+    async def ready(self) -> bool:
+        """Whether the assistant is open and its index answers (the ``/healthz`` check)."""
+        state = self._state
+        if state is None:
+            return False
+        await state.index.manifest()
+        return True
+
+    def add_metric_sink(self, sink: MetricSink) -> None:
+        """Also send every backend metric of the Ask service to ``sink`` (isolated)."""
+        self._metric_sinks.append(sink)
+
+    def _emit_metric(self, metric: BackendMetric) -> None:
+        for sink in tuple(self._metric_sinks):
+            try:
+                result = sink(metric)
+                close = getattr(result, "close", None)
+                if close is not None:  # a coroutine is never awaited
+                    close()
+            except Exception:
+                continue
+
+    # --- asking -------------------------------------------------------------------------------
+
+    async def retrieve(self, question: str, top_k: int = 5) -> list[RetrievedChunk]:
+        """The ``top_k`` best chunks for ``question``, best first (no relevance rule applied).
+
+        Raises:
+            ConfigurationError: ``top_k`` is not in 1..100, or the assistant is not open.
+        """
+        return await self._require().index.search(question, top_k)
+
+    async def ask(self, question: str, *, session_id: str | None = None) -> AnswerOutcome:
+        """Answer ``question``: exactly from the artifact, else grounded in the docs, else refuse.
+
+        The deterministic resolver decides first: an exact answer or a list of choices is
+        returned as is. Any escalation (``miss``, ``stale``, ``corrupt``) goes to the Ask
+        service in process, with the escalation attached as ``deterministic``. A streamed
+        answer becomes a ``high/backend`` answer envelope whose Markdown is the streamed text
+        and whose citations are the sources of the ``cite`` event (``[n]`` in the text is the
+        n-th citation). When nothing relevant enough was found, the result is a ``miss``
+        escalation whose message is :data:`NO_GROUNDED_SOURCES`.
+
+        Args:
+            question: The user's question (at most 16,384 UTF-16 units).
+            session_id: The conversation, when the assistant stores conversations (a
+                ``session_store`` was given); a fresh one per call otherwise.
+
+        Raises:
+            AskServiceError: the Ask service refused or failed the request (a blank or
+                over-long question, a timeout, a generator or storage failure), with its fixed
+                diagnostic.
+            ConfigurationError: the assistant is not open.
+        """
+        return await self.answer_for(question, IN_PROCESS, session_id=session_id)
+
+    async def answer_for(
+        self, question: str, caller: Caller, *, session_id: str | None = None
+    ) -> AnswerOutcome:
+        """:meth:`ask` on behalf of ``caller`` (the web app passes the HTTP caller)."""
+        state = self._require()
+        decision = state.resolver.resolve(question)
+        if not isinstance(decision, EscalationAnswer):
+            return decision
+        if session_id is None and state.site.persistence.mode == "required":
+            session_id = f"ask-{uuid.uuid4().hex}"
+        response = await state.service.stream(
+            caller, ask_request_body(question, decision, session_id)
+        )
+        return await read_answer(response, decision, getattr(state.generator, "model_name", None))
+
+
+def create_docs_assistant(
+    docs_dir: str | Path = "docs",
+    *,
+    site_id: str = "docs",
+    index_path: str | Path | None = None,
+    generator: Generator | None = None,
+    model: str | None = None,
+    session_store: AskSessionStore | None = None,
+    now: Callable[[], datetime] | None = None,
+    api_key: str | None = None,
+    rate_limiter: RateLimiter | None = None,
+    relevance: RelevanceRule | None = None,
+    href_prefix: str = "/docs",
+    max_sources: int = 5,
+) -> DocsAssistant:
+    """An assistant that answers questions about the Markdown under ``docs_dir``.
+
+    Nothing is read until the assistant is entered (``async with``); then the knowledge
+    artifact is built (``generatedAt`` from ``SOURCE_DATE_EPOCH``, else ``now``) and verified,
+    every page is chunked and indexed, and the Ask service starts in process.
+
+    Args:
+        docs_dir: The folder of Markdown.
+        site_id: The site's safe identifier (artifact, Ask site and metrics).
+        index_path: The SQLite index file, kept between runs and updated incrementally; by
+            default the index lives in memory.
+        generator: What writes grounded answers; by default the model-free
+            :class:`~agentskit_chat.generation.ExtractiveGenerator`.
+        model: A pydantic-ai model string (``openai:gpt-4.1-mini``, ...), built into a
+            ``PydanticAIGenerator`` when the assistant opens (``llm`` extra). When neither
+            ``model`` nor ``generator`` is given, the ``AGENTSKIT_MODEL`` environment
+            variable is used if set.
+        session_store: Keeps Ask conversations (the site then requires persistence); by
+            default nothing is stored. The store is borrowed: the assistant never closes it.
+        now: The clock of the artifact (when ``SOURCE_DATE_EPOCH`` is unset) and resolver.
+        api_key: The key HTTP clients must send as ``Authorization: Bearer <key>``. Without
+            one, the web app answers loopback clients only.
+        rate_limiter: Limits HTTP callers per subject; by default a token bucket of 60
+            requests refilled at 5 per second. In-process calls are never limited.
+        relevance: The relevance rule's thresholds (:class:`RelevanceRule`).
+        href_prefix: What citation links start with (``/docs``: ``guide.md`` → ``/docs/guide``).
+        max_sources: How many sources an answer may cite (1..8).
+
+    Raises:
+        ConfigurationError: an invalid ``site_id``, ``api_key`` or ``max_sources``, or both
+            ``generator`` and ``model``.
+
+    Example::
+
+        async with create_docs_assistant("docs") as assistant:
+            envelope = await assistant.ask("How do I rate limit users?")
+            print(envelope.to_json())
+    """
+    return DocsAssistant(
+        docs_dir,
+        site_id=site_id,
+        index_path=index_path,
+        generator=generator,
+        model=model,
+        session_store=session_store,
+        now=now,
+        api_key=api_key,
+        rate_limiter=rate_limiter,
+        relevance=relevance,
+        href_prefix=href_prefix,
+        max_sources=max_sources,
+    )
+
+
+def ask_docs(question: str, docs_dir: str | Path = "docs", **options: Any) -> AnswerOutcome:
+    """Answer one question synchronously: open an assistant, ask, close it.
+
+    For scripts and the command line; ``options`` are :func:`create_docs_assistant`'s.
+    Must not be called from inside a running event loop.
+
+    Raises:
+        The errors of :func:`create_docs_assistant`, :meth:`DocsAssistant.open` and
+        :meth:`DocsAssistant.ask`.
+    """
+
+    async def run() -> AnswerOutcome:
+        async with create_docs_assistant(docs_dir, **options) as assistant:
+            return await assistant.ask(question)
+
+    return anyio.run(run)

@@ -1,0 +1,287 @@
+"""When retrieved text is relevant enough to answer from, and when it is not.
+
+A full-text search finds *something* for almost any question that shares one word with the
+docs. The docs assistant must not build an answer out of that, so each retrieved section is
+judged by one rule before it may ground an answer. A section is **relevant** when all three of
+these hold:
+
+1. **Coverage.** The section (its title and its text) contains at least ``min_coverage`` (half)
+   of the question's content terms, each term weighted by how rare it is in the corpus
+   (inverse document frequency over sections). A word that is on every page, such as the
+   product's name, counts for almost nothing; a word the docs never use counts for a lot, so a
+   question about something the docs do not cover cannot pass on common words alone.
+2. **Title.** At least ``min_title_terms`` (one) of the question's content terms is in the
+   section's title (the page title and the headings above the section), unless the section
+   covers at least ``strong_coverage`` (three quarters) of the question on its own.
+3. **Score.** Its search score is at least ``min_score`` (a floor on the negated BM25 score
+   of the SQLite index, which rules out matches made only of words that are everywhere).
+
+Content terms are the words of the question, NFKC case-folded, with English function words and
+question scaffolding ("how", "can", "happens", "way") dropped and a small suffix stemmer
+applied, so "limits", "limiting" and "limiter" are one term. A question with no content term is
+relevant to nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Protocol
+
+from agentskit_chat.errors import ConfigurationError
+from agentskit_chat.protocol import GroundedSource
+from agentskit_chat.retrieval import RetrievedChunk
+
+if TYPE_CHECKING:
+    from agentskit_chat.ask import RetrievalRequest
+
+__all__ = [
+    "Relevance",
+    "RelevanceRule",
+    "RelevantRetriever",
+    "Searcher",
+    "TermWeights",
+    "content_terms",
+]
+
+_STOP_TEXT: Final = """
+    a about above after again against all also am an and any anything are as at be because been
+    before being below between both but by can cannot could did do does doing done down during
+    each either else etc ever every few for from further get gets getting give given go goes
+    going got had has have having he her here hers herself him himself his how however i if in
+    into is it its itself just kind let lets like may me might mine more most much must my myself
+    need needs neither no nor not now of off on once one ones only or other others our ours
+    ourselves out over own please possible rather really same say says shall she should show so
+    some something such sure tell than thank thanks that the their theirs them themselves then
+    there these they thing things this those through to too under until up upon us very want
+    wants was way ways we well were what whatever when where whether which while who whom whose
+    why will with within without would yes yet you your yours yourself yourselves happen happens
+    happened work works working able anyone someone somebody exactly actually use uses used
+    using make makes made
+"""
+#: Function words and question scaffolding: they say nothing about what is asked.
+STOP_WORDS: Final = frozenset(_STOP_TEXT.split())
+
+_WORD: Final = re.compile(r"[^\W_]+")
+_SUFFIXES: Final = (
+    ("ments", ""),
+    ("ment", ""),
+    ("ations", ""),
+    ("ation", ""),
+    ("ings", ""),
+    ("ing", ""),
+    ("ies", "y"),
+    ("ied", "y"),
+    ("ers", ""),
+    ("er", ""),
+    ("es", ""),
+    ("ed", ""),
+    ("s", ""),
+)
+_MIN_STEM: Final = 3
+# "deployment" → "deploy", but "document" and "comment" keep their "ment".
+_MIN_MENT_STEM: Final = 5
+
+
+@functools.lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    """A deliberately small suffix stripper; it only has to agree with itself."""
+    if word.isdigit() or len(word) <= _MIN_STEM:
+        return word
+    for suffix, replacement in _SUFFIXES:
+        stem_length = len(word) - len(suffix)
+        if not word.endswith(suffix) or stem_length < _MIN_STEM:
+            continue
+        if suffix.startswith("ment") and stem_length < _MIN_MENT_STEM:
+            continue
+        if suffix == "s" and word.endswith(("ss", "us", "is")):
+            break
+        if suffix == "es" and not word[:-2].endswith(("s", "x", "z", "ch", "sh")):
+            continue
+        word = word[: len(word) - len(suffix)] + replacement
+        break
+    # "serve", "server" and "serving" meet at "serv".
+    return word[:-1] if len(word) > _MIN_STEM and word.endswith("e") else word
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def content_terms(text: str) -> tuple[str, ...]:
+    """The distinct content terms of ``text``, in order: stop words dropped, stemmed.
+
+    Single letters are dropped; numbers are kept (``429`` is a fine term).
+
+    >>> content_terms("How do I configure the rate limiter?")
+    ('configur', 'rat', 'limit')
+    """
+    seen: dict[str, None] = {}
+    for word in _words(text):
+        if word in STOP_WORDS or (len(word) < 2 and not word.isdigit()):
+            continue
+        seen.setdefault(_stem(word), None)
+    return tuple(seen)
+
+
+def _term_set(text: str) -> frozenset[str]:
+    return frozenset(_stem(word) for word in _words(text))
+
+
+class TermWeights:
+    """How rare each term is across the sections of a corpus (inverse document frequency).
+
+    ``weight(term) = ln((N + 1) / (df + 0.5))`` for ``N`` sections of which ``df`` contain the
+    term: near 0 for a term in every section, highest for a term in none.
+    """
+
+    def __init__(self, frequencies: Counter[str], sections: int) -> None:
+        self._frequencies = frequencies
+        self._sections = sections
+
+    @classmethod
+    def from_texts(cls, texts: Iterable[str]) -> TermWeights:
+        """Count, for each term, how many of ``texts`` (one per section) contain it."""
+        frequencies: Counter[str] = Counter()
+        sections = 0
+        for text in texts:
+            sections += 1
+            frequencies.update(_term_set(text))
+        return cls(frequencies, sections)
+
+    @property
+    def sections(self) -> int:
+        """How many sections were counted."""
+        return self._sections
+
+    def weight(self, term: str) -> float:
+        """The weight of ``term``: always above 0."""
+        return math.log((self._sections + 1) / (self._frequencies.get(term, 0) + 0.5))
+
+
+@dataclass(frozen=True, slots=True)
+class Relevance:
+    """The verdict on one retrieved section.
+
+    Attributes:
+        relevant: Whether all three conditions hold.
+        coverage: The weighted share (0..1) of the question's content terms in the section.
+        title_terms: How many content terms are in the section's title.
+        score: The section's search score.
+    """
+
+    relevant: bool
+    coverage: float
+    title_terms: int
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class RelevanceRule:
+    """The relevance rule's thresholds (see the module documentation).
+
+    Attributes:
+        min_coverage: Weighted share of the question's content terms a section must contain.
+        min_title_terms: How many content terms its title must contain.
+        strong_coverage: The coverage from which no title match is needed (above 1: always
+            needed).
+        min_score: The floor on its search score (negated BM25 for the SQLite index).
+
+    Raises:
+        ConfigurationError: ``min_coverage`` is not in 0..1, ``min_title_terms`` is negative,
+            or ``min_score`` is not a finite number.
+    """
+
+    min_coverage: float = 0.5
+    min_title_terms: int = 1
+    strong_coverage: float = 0.75
+    min_score: float = 1.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.min_coverage, bool) or not 0 <= self.min_coverage <= 1:
+            raise ConfigurationError("min_coverage must be a number from 0 to 1")
+        if isinstance(self.strong_coverage, bool) or not self.strong_coverage >= 0:
+            raise ConfigurationError("strong_coverage must be a number from 0 up")
+        if type(self.min_title_terms) is not int or self.min_title_terms < 0:
+            raise ConfigurationError("min_title_terms must be a whole number")
+        if isinstance(self.min_score, bool) or not math.isfinite(self.min_score):
+            raise ConfigurationError("min_score must be a finite number")
+
+    def judge(
+        self, question: Sequence[str], hit: RetrievedChunk, weights: TermWeights
+    ) -> Relevance:
+        """Judge ``hit`` for a question whose content terms are ``question``."""
+        if not question:
+            return Relevance(False, 0.0, 0, hit.score)
+        title = _term_set(hit.title)
+        present = title | _term_set(hit.text)
+        total = sum(weights.weight(term) for term in question)
+        covered = sum(weights.weight(term) for term in question if term in present)
+        coverage = covered / total if total > 0 else 0.0
+        in_title = sum(1 for term in question if term in title)
+        relevant = (
+            coverage >= self.min_coverage
+            and (in_title >= self.min_title_terms or coverage >= self.strong_coverage)
+            and hit.score >= self.min_score
+        )
+        return Relevance(relevant, coverage, in_title, hit.score)
+
+    def select(
+        self, question: str, hits: Sequence[RetrievedChunk], weights: TermWeights
+    ) -> list[RetrievedChunk]:
+        """The relevant ``hits``, in their order (best first)."""
+        terms = content_terms(question)
+        return [hit for hit in hits if self.judge(terms, hit, weights).relevant]
+
+
+class Searcher(Protocol):
+    """What the relevant retriever needs from an index: ranked search."""
+
+    async def search(self, query: str, top_k: int | None = None) -> list[RetrievedChunk]:
+        """The best chunks for ``query``, best first."""
+        ...
+
+
+class RelevantRetriever:
+    """The :class:`~agentskit_chat.ask.Retriever` port over an index, keeping relevant hits only.
+
+    It searches the ``top_k`` best sections for the question and returns those the rule finds
+    relevant, as grounded sources, best first. None relevant → no sources, so the Ask service
+    answers ``ASK_NO_GROUNDED_SOURCES`` instead of answering from weakly related text.
+    """
+
+    def __init__(
+        self,
+        index: Searcher,
+        weights: TermWeights,
+        rule: RelevanceRule | None = None,
+        *,
+        top_k: int = 8,
+    ) -> None:
+        self._index = index
+        self._weights = weights
+        self._rule = rule or RelevanceRule()
+        self._top_k = top_k
+
+    @property
+    def rule(self) -> RelevanceRule:
+        """The rule in force."""
+        return self._rule
+
+    async def relevant(self, question: str) -> list[RetrievedChunk]:
+        """The relevant sections for ``question``, best first."""
+        hits = await self._index.search(question, self._top_k)
+        return self._rule.select(question, hits, self._weights)
+
+    async def retrieve(self, request: RetrievalRequest) -> list[GroundedSource]:
+        """The ``Retriever`` port: relevant sections for ``request.query`` as sources."""
+        return [
+            source
+            for hit in await self.relevant(request.query)
+            if (source := hit.to_source()) is not None
+        ]

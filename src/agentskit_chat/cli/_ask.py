@@ -1,0 +1,74 @@
+"""``agentskit-chat ask``: answer one question about a docs folder, in the terminal.
+
+The answer is printed as Markdown with its numbered sources (or, with ``--json``, as the whole
+``agentskit.chat.answer`` envelope). A refusal is an answer too: the command prints its message
+and exits with 0. It exits with 1 when the work failed and with 2 when it was called the wrong
+way (a blank question).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+from agentskit_chat.assistant import AnswerOutcome, ask_docs
+from agentskit_chat.errors import (
+    AskServiceError,
+    BuildError,
+    ConfigurationError,
+    RetrievalError,
+)
+from agentskit_chat.protocol import ChoicesAnswer, ExactAnswer
+
+__all__ = ["ask_command", "render_answer"]
+
+
+def _fail(message: str, code: int = 1) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def render_answer(envelope: AnswerOutcome) -> str:
+    """The envelope as terminal text: the Markdown and its sources, the choices, or the message."""
+    if isinstance(envelope, ExactAnswer):
+        lines = [envelope.answer.markdown]
+        if envelope.answer.citations:
+            lines += ["", "Sources:"]
+            for number, citation in enumerate(envelope.answer.citations, start=1):
+                lines += [f"  [{number}] {citation.title}", f"      {citation.href}"]
+        return "\n".join(lines)
+    if isinstance(envelope, ChoicesAnswer):
+        lines = [envelope.message]
+        lines += [f"  - {s.label}  (ask: {s.value})" for s in envelope.suggestions]
+        return "\n".join(lines)
+    return envelope.message
+
+
+def ask_command(
+    question: Annotated[str, typer.Argument(help="The question, in your own words.")],
+    docs: Annotated[
+        Path,
+        typer.Option("--docs", help="The folder of Markdown to answer from.", show_default=True),
+    ] = Path("docs"),
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the agentskit.chat.answer envelope as JSON.")
+    ] = False,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="A pydantic-ai model string (openai:gpt-4.1-mini, ...); default: "
+            "AGENTSKIT_MODEL, else the model-free extractive generator.",
+        ),
+    ] = None,
+) -> None:
+    """Answer a question about a folder of Markdown: exactly, grounded, or not at all."""
+    try:
+        envelope = ask_docs(question, docs, model=model)
+    except AskServiceError as error:
+        _fail(error.message, 2 if error.code == "ASK_INVALID_REQUEST" else 1)
+    except (BuildError, ConfigurationError, RetrievalError, ImportError) as error:
+        _fail(str(error))
+    typer.echo(envelope.to_json() if as_json else render_answer(envelope))
