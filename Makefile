@@ -38,6 +38,8 @@ test: lint typecheck pytest
 bench: install
 	$(VENV)/bin/python bench/protocol.py
 	$(VENV)/bin/python bench/answers.py
+	$(VENV)/bin/python bench/ask.py
+	$(VENV)/bin/python bench/ask_quality.py
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .mypy_cache .ruff_cache .pytest_cache
