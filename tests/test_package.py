@@ -18,7 +18,7 @@ def test_every_exported_name_resolves() -> None:
 
 def test_unknown_names_raise_attribute_error() -> None:
     with pytest.raises(AttributeError):
-        _ = agentskit_chat.not_a_name  # type: ignore[attr-defined]
+        _ = agentskit_chat.not_a_name
 
 
 def test_importing_the_protocol_loads_no_backend() -> None:
