@@ -19,6 +19,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
+from agentskit_chat._drivers import redis_client, require_extra
 from agentskit_chat.ask import RateLimitDecision
 from agentskit_chat.errors import ConfigurationError, RateLimitError
 from agentskit_chat.protocol import BackendSiteConfig
@@ -73,15 +74,6 @@ return {allowed, string.format('%.17g', wait)}
 """
 
 
-def _import_driver() -> None:
-    try:
-        import redis.asyncio  # noqa: F401, PLC0415
-    except ImportError as exc:
-        raise ImportError(
-            "RedisRateLimiter needs the 'redis' extra: pip install 'agentskit-chat[redis]'"
-        ) from exc
-
-
 def _positive_number(value: object) -> bool:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
@@ -134,8 +126,7 @@ class RedisRateLimiter:
         connect_timeout: float = 10.0,
         max_connections: int = 32,
     ) -> None:
-        _import_driver()
-        from redis.asyncio import BlockingConnectionPool, Redis  # noqa: PLC0415
+        require_extra("RedisRateLimiter", "redis", "redis.asyncio")
 
         if type(capacity) is not int or capacity < 1:
             raise ConfigurationError("The rate limiter capacity must be a positive integer.")
@@ -147,20 +138,12 @@ class RedisRateLimiter:
             raise ConfigurationError(
                 "The rate limiter connection limit must be a positive integer."
             )
-        if isinstance(url_or_client, str):
-            pool = BlockingConnectionPool.from_url(
-                url_or_client,
-                max_connections=max_connections,
-                timeout=connect_timeout,
-                socket_connect_timeout=connect_timeout,
-            )
-            self._client: Redis = Redis.from_pool(pool)
-            self._owns_client = True
-        elif isinstance(url_or_client, Redis):
-            self._client = url_or_client
-            self._owns_client = False
-        else:
-            raise TypeError("expected a Redis URL or a redis.asyncio.Redis client")
+        self._client, self._owns_client = redis_client(
+            url_or_client,
+            user="RedisRateLimiter",
+            max_connections=max_connections,
+            connect_timeout=connect_timeout,
+        )
         self._capacity = capacity
         self._rate = float(refill_per_second)
         self._prefix = prefix

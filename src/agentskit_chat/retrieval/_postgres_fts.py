@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import anyio
 
+from agentskit_chat._drivers import postgres_pool, require_extra
 from agentskit_chat.errors import ConfigurationError, RetrievalError
 from agentskit_chat.protocol import GroundedSource
 
@@ -80,17 +81,6 @@ ORDER BY score DESC, id
 LIMIT %s"""
 
 
-def _import_drivers() -> None:
-    try:
-        import psycopg  # noqa: F401, PLC0415
-        import psycopg_pool  # noqa: F401, PLC0415
-    except ImportError as exc:
-        raise ImportError(
-            "PostgresFTSRetriever needs the 'postgres' extra: "
-            "pip install 'agentskit-chat[postgres]'"
-        ) from exc
-
-
 def _failure(exc: Exception) -> RetrievalError | None:
     import psycopg  # noqa: PLC0415
     import psycopg_pool  # noqa: PLC0415
@@ -142,9 +132,8 @@ class PostgresFTSRetriever:
         max_size: int = 4,
         timeout: float = 10.0,
     ) -> None:
-        _import_drivers()
+        require_extra("PostgresFTSRetriever", "postgres", "psycopg", "psycopg_pool")
         from psycopg import sql  # noqa: PLC0415
-        from psycopg_pool import AsyncConnectionPool  # noqa: PLC0415
 
         if not isinstance(table, str) or not _TABLE_NAME.fullmatch(table):
             raise ConfigurationError("table must be a plain identifier of at most 40 characters")
@@ -185,21 +174,13 @@ class PostgresFTSRetriever:
             ),
             "count": compose("SELECT count(*) FROM {chunks}"),
         }
-        if isinstance(url_or_pool, str):
-            self._pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-                url_or_pool,
-                open=False,
-                min_size=min_size,
-                max_size=max_size,
-                timeout=timeout,
-                kwargs={"autocommit": True},
-            )
-            self._owns_pool = True
-        elif isinstance(url_or_pool, AsyncConnectionPool):
-            self._pool = url_or_pool
-            self._owns_pool = False
-        else:
-            raise TypeError("expected a PostgreSQL URL or a psycopg_pool.AsyncConnectionPool")
+        self._pool, self._owns_pool = postgres_pool(
+            url_or_pool,
+            user="PostgresFTSRetriever",
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+        )
         self._ready = False
         self._ready_lock = anyio.Lock()
         self._closed = False

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from agentskit_chat._drivers import postgres_pool, require_extra
 from agentskit_chat.ask import SessionKey
 from agentskit_chat.errors import StorageError
 from agentskit_chat.protocol import AskSessionRecord
@@ -50,17 +51,6 @@ _UPDATE = (
     "UPDATE {table} SET revision = %s, record = %s, updated_at = now()"
     " WHERE site_id = %s AND subject_id = %s AND session_id = %s AND revision = %s"
 )
-
-
-def _import_drivers() -> None:
-    try:
-        import psycopg  # noqa: F401, PLC0415
-        import psycopg_pool  # noqa: F401, PLC0415
-    except ImportError as exc:
-        raise ImportError(
-            "PostgresAskSessionStore needs the 'postgres' extra: "
-            "pip install 'agentskit-chat[postgres]'"
-        ) from exc
 
 
 def _translate(exc: Exception) -> StorageError | None:
@@ -112,9 +102,8 @@ class PostgresAskSessionStore:
         max_size: int = 10,
         timeout: float = 10.0,
     ) -> None:
-        _import_drivers()
+        require_extra("PostgresAskSessionStore", "postgres", "psycopg", "psycopg_pool")
         from psycopg import sql  # noqa: PLC0415
-        from psycopg_pool import AsyncConnectionPool  # noqa: PLC0415
 
         identifier = sql.Identifier(check_table_name(table))
         self._create = sql.SQL(_CREATE).format(table=identifier)
@@ -122,21 +111,13 @@ class PostgresAskSessionStore:
         self._insert = sql.SQL(_INSERT).format(table=identifier)
         self._update = sql.SQL(_UPDATE).format(table=identifier)
         self._create_table = create_table
-        if isinstance(url_or_pool, str):
-            self._pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
-                url_or_pool,
-                open=False,
-                min_size=min_size,
-                max_size=max_size,
-                timeout=timeout,
-                kwargs={"autocommit": True},
-            )
-            self._owns_pool = True
-        elif isinstance(url_or_pool, AsyncConnectionPool):
-            self._pool = url_or_pool
-            self._owns_pool = False
-        else:
-            raise TypeError("expected a PostgreSQL URL or a psycopg_pool.AsyncConnectionPool")
+        self._pool, self._owns_pool = postgres_pool(
+            url_or_pool,
+            user="PostgresAskSessionStore",
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+        )
         self._ready = False
         self._ready_lock = anyio.Lock()
         self._closed = False

@@ -13,6 +13,7 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from agentskit_chat._drivers import redis_client
 from agentskit_chat.ask import SessionKey
 from agentskit_chat.errors import StorageError
 from agentskit_chat.protocol import AskSessionRecord
@@ -49,15 +50,6 @@ redis.call('HSET', KEYS[1], 'revision', ARGV[2], 'record', ARGV[3])
 if ARGV[4] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 return 1
 """
-
-
-def _import_driver() -> None:
-    try:
-        import redis.asyncio  # noqa: F401, PLC0415
-    except ImportError as exc:
-        raise ImportError(
-            "RedisAskSessionStore needs the 'redis' extra: pip install 'agentskit-chat[redis]'"
-        ) from exc
 
 
 def _translate(exc: Exception) -> StorageError | None:
@@ -108,29 +100,17 @@ class RedisAskSessionStore:
         connect_timeout: float = 10.0,
         max_connections: int = 32,
     ) -> None:
-        _import_driver()
-        from redis.asyncio import BlockingConnectionPool, Redis  # noqa: PLC0415
 
         if not isinstance(prefix, str):
             raise TypeError("prefix must be a str")
         if ttl_seconds is not None and not ttl_seconds > 0:
             raise ValueError("ttl_seconds must be positive")
-        if isinstance(url_or_client, str):
-            # A waiting pool: bursts beyond ``max_connections`` queue for a connection instead
-            # of failing with "Too many connections" (redis-py's default pool does).
-            pool = BlockingConnectionPool.from_url(
-                url_or_client,
-                max_connections=max_connections,
-                timeout=connect_timeout,
-                socket_connect_timeout=connect_timeout,
-            )
-            self._client: Redis = Redis.from_pool(pool)
-            self._owns_client = True
-        elif isinstance(url_or_client, Redis):
-            self._client = url_or_client
-            self._owns_client = False
-        else:
-            raise TypeError("expected a Redis URL or a redis.asyncio.Redis client")
+        self._client, self._owns_client = redis_client(
+            url_or_client,
+            user="RedisAskSessionStore",
+            max_connections=max_connections,
+            connect_timeout=connect_timeout,
+        )
         self._prefix = prefix
         self._ttl_ms = "" if ttl_seconds is None else str(max(1, round(ttl_seconds * 1000)))
         self._cas = self._client.register_script(_CAS)
