@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from typing import Any
 import orjson
 from markdown_it import MarkdownIt
 
+from _harness import Row, measure, print_table, run_group
 from agentskit_chat.answers import (
     DeterministicAnswerResolver,
     build_local_knowledge_artifact,
@@ -46,7 +46,6 @@ DATA = Path(os.environ.get("AGENTSKIT_BENCH_DATA", ROOT.parent / "shared" / "ben
 SEEDS = Path(
     os.environ.get("AGENTSKIT_SEED_DOCS", ROOT.parent / "shared" / "seeds" / "agentskit-chat-docs")
 )
-TIMED_RUNS = 5
 SITE_ID = "agentskit-bench"
 NOW_MS = 1784073600000  # 2026-07-14T00:00:00.000Z, as the reference fixes it
 
@@ -68,20 +67,6 @@ OUTPUT_DIGESTS = {
     "misses": "5a9cefe34fd653a7861311cf48aff7c9ded2c44a67f4ce49ebaf6c73c7c221e4",
     "choices": "4c01b73fd5e9a450a68119fd6537dec6139255237a1abd7d0b423953b6531dcb",
 }
-
-
-def measure(body: Callable[[], Any], *, warmup: int, work: float, rate: bool) -> float:
-    """Median over five timed runs of ``work / elapsed`` (rate) or ``elapsed / work`` in ms."""
-    for _ in range(warmup):
-        body()
-    values = []
-    for _ in range(TIMED_RUNS):
-        gc.collect()
-        start = time.perf_counter()
-        body()
-        elapsed = time.perf_counter() - start
-        values.append(work / elapsed if rate else elapsed * 1000 / work)
-    return statistics.median(values)
 
 
 def sha256_json(value: Any) -> str:
@@ -268,7 +253,7 @@ GROUPS: dict[str, Callable[[], dict[str, float]]] = {
 }
 
 # (label, our key, floor key, reference key or None, unit, higher is better)
-ROWS = [
+ROWS: list[Row] = [
     (
         "resolver construction (parsed object)",
         "construct_object",
@@ -296,13 +281,6 @@ FLOORS = {
 }
 
 
-def run_group(name: str) -> dict[str, float]:
-    out = subprocess.run(
-        [sys.executable, __file__, "--group", name], check=True, capture_output=True, text=True
-    ).stdout
-    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--group", choices=sorted(GROUPS))
@@ -314,28 +292,9 @@ def main() -> None:
         return
     results: dict[str, float] = {}
     for name in GROUPS:
-        results.update(run_group(name))
+        results.update(run_group(__file__, name))
     print("query sets and output digests match the reference (hits, misses, choices)")
-    header = (
-        f"{'measurement':<40} {'ours':>12} {'floor':>12} {'ours/floor':>10} "
-        f"{'reference':>10} {'vs ref':>7}"
-    )
-    print(header)
-    print("-" * len(header))
-    for label, ours_key, floor_key, ref_key, unit, higher in ROWS:
-        if ours_key not in results or floor_key not in results:
-            print(f"{label:<40} {'(not measured)':>12}")
-            continue
-        ours, floor = results[ours_key], results[floor_key]
-        # Ratios read as "times the cost": >1 means slower than the floor or the reference.
-        cost_vs_floor = floor / ours if higher else ours / floor
-        line = f"{label:<40} {ours:>12,.2f} {floor:>12,.2f} {cost_vs_floor:>9.2f}x "
-        if ref_key is None:
-            print(f"{line}{'-':>10} {'-':>7}  ({unit})")
-            continue
-        reference = REFERENCE[ref_key][0]
-        cost_vs_ref = reference / ours if higher else ours / reference
-        print(f"{line}{reference:>10,.2f} {cost_vs_ref:>6.2f}x  ({unit})")
+    print_table(ROWS, results, REFERENCE, width=40)
     print()
     print(f"{'resolve() latency (µs)':<40} {'p50':>12} {'p99':>12} {'ref mean':>10}")
     for name in ("hits", "misses", "choices"):

@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from _harness import run_group
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 HOST = "127.0.0.1"
@@ -543,15 +545,6 @@ ROWS = [
 ]
 
 
-def run_group(name: str) -> dict[str, float]:
-    done = subprocess.run(
-        [sys.executable, __file__, "--group", name], check=False, capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        sys.exit(f"group {name} failed:\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
-
-
 def report(results: dict[str, float]) -> str:
     """The table the benchmark prints."""
     header = f"{'measurement':<44} {'ours':>10} {'floor':>10} {'ours/floor':>10}"
@@ -591,7 +584,7 @@ def main() -> None:
     started = time.perf_counter()
     results: dict[str, float] = {}
     for name in GROUPS:
-        results.update(run_group(name))
+        results.update(run_group(__file__, name))
     print(report(results))
     print(f"\n({time.perf_counter() - started:.0f} s in all)")
 

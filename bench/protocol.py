@@ -11,21 +11,17 @@ from __future__ import annotations
 
 import argparse
 import codecs
-import gc
 import hashlib
 import json
 import os
-import statistics
-import subprocess
 import sys
-import time
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import orjson
 
+from _harness import Row, measure, print_table, run_group
 from agentskit_chat.protocol import (
     AskEventDecoder,
     decode_ask_events,
@@ -35,7 +31,6 @@ from agentskit_chat.protocol import (
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("AGENTSKIT_BENCH_DATA", ROOT.parent / "shared" / "bench-data"))
-TIMED_RUNS = 5
 
 # The reference's medians (../shared/bench-data/REFERENCE.md, headline anchors).
 REFERENCE = {
@@ -44,20 +39,6 @@ REFERENCE = {
     "verify_object": (70.69, "ms/verify"),
     "ask_bytes": (26.4, "MB/s"),
 }
-
-
-def measure(body: Callable[[], Any], *, warmup: int, work: float, rate: bool) -> float:
-    """Median over five timed runs of ``work / elapsed`` (rate) or ``elapsed / work`` in ms."""
-    for _ in range(warmup):
-        body()
-    values = []
-    for _ in range(TIMED_RUNS):
-        gc.collect()
-        start = time.perf_counter()
-        body()
-        elapsed = time.perf_counter() - start
-        values.append(work / elapsed if rate else elapsed * 1000 / work)
-    return statistics.median(values)
 
 
 # --- groups --------------------------------------------------------------------------------------
@@ -191,7 +172,7 @@ GROUPS: dict[str, Callable[[], dict[str, float]]] = {
 }
 
 # (label, our key, floor key, reference key, unit, higher is better)
-ROWS = [
+ROWS: list[Row] = [
     (
         "normalize_knowledge_key, 10,000 queries",
         "normalize",
@@ -233,13 +214,6 @@ FLOORS = {
 }
 
 
-def run_group(name: str) -> dict[str, float]:
-    out = subprocess.run(
-        [sys.executable, __file__, "--group", name], check=True, capture_output=True, text=True
-    ).stdout
-    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--group", choices=sorted(GROUPS))
@@ -251,23 +225,8 @@ def main() -> None:
         return
     results: dict[str, float] = {}
     for name in GROUPS:
-        results.update(run_group(name))
-    header = (
-        f"{'measurement':<52} {'ours':>12} {'floor':>12} {'ours/floor':>10} "
-        f"{'reference':>10} {'vs ref':>7}"
-    )
-    print(header)
-    print("-" * len(header))
-    for label, ours_key, floor_key, ref_key, unit, higher in ROWS:
-        ours, floor = results[ours_key], results[floor_key]
-        reference = REFERENCE[ref_key][0]
-        # Ratios read as "times the cost": >1 means slower than the floor or the reference.
-        cost_vs_floor = floor / ours if higher else ours / floor
-        cost_vs_ref = reference / ours if higher else ours / reference
-        print(
-            f"{label:<52} {ours:>12,.2f} {floor:>12,.2f} {cost_vs_floor:>9.2f}x "
-            f"{reference:>10,.2f} {cost_vs_ref:>6.2f}x  ({unit})"
-        )
+        results.update(run_group(__file__, name))
+    print_table(ROWS, results, REFERENCE, width=52)
     print()
     print("Ratios are cost multiples: ours/floor 2.00x = twice the floor's time per unit of work;")
     print("vs ref 0.50x = half the reference's time. Floors, measured in the same process:")

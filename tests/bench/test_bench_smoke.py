@@ -30,6 +30,8 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 def _load(name: str) -> ModuleType:
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))  # the scripts import their shared ``_harness``
     spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
