@@ -10,14 +10,18 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import ValidationError
 
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import GroundedSource, is_safe_href
+
+if TYPE_CHECKING:
+    from agentskit_chat.ask import RetrievalRequest
 from agentskit_chat.protocol._text import js_trim, utf16_len
 from agentskit_chat.protocol._types import is_safe_id
 
@@ -178,3 +182,19 @@ def _clip_title(title: str) -> str:
     if utf16_len(title) <= MAX_TITLE_UNITS:
         return title
     return clip_units(title, MAX_TITLE_UNITS - 1) + "…"
+
+
+class ReportingRetriever(ABC):
+    """The ``Retriever`` port on top of a ``retrieve_report`` that also counts what it dropped."""
+
+    async def retrieve(self, request: RetrievalRequest) -> list[GroundedSource]:
+        """The ``Retriever`` port: the citable documents for ``request.query``, in order.
+
+        Raises:
+            RetrievalError: the wrapped retriever raised, or returned something unexpected.
+        """
+        return list((await self.retrieve_report(request)).sources)
+
+    @abstractmethod
+    async def retrieve_report(self, request: RetrievalRequest) -> AdapterReport:
+        """The kept sources, with how many documents were dropped and why."""

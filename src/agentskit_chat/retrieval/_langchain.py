@@ -9,9 +9,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from agentskit_chat.errors import ConfigurationError, RetrievalError
-from agentskit_chat.protocol import GroundedSource
 
-from ._adapters import AdapterReport, SourceMapper, missing_extra
+from ._adapters import AdapterReport, ReportingRetriever, SourceMapper, missing_extra
 
 if TYPE_CHECKING:
     from langchain_core.retrievers import BaseRetriever
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["LangChainRetriever"]
 
 
-class LangChainRetriever:
+class LangChainRetriever(ReportingRetriever):
     """Adapts a LangChain retriever to the :class:`~agentskit_chat.ask.Retriever` port.
 
     Any ``langchain_core.retrievers.BaseRetriever`` works, including
@@ -83,15 +82,6 @@ class LangChainRetriever:
         self._mapper = SourceMapper(
             title_key=title_key, href_key=href_key, id_key=id_key, top_k=top_k
         )
-
-    async def retrieve(self, request: RetrievalRequest) -> list[GroundedSource]:
-        """The ``Retriever`` port: the citable documents for ``request.query``, in order.
-
-        Raises:
-            RetrievalError: the LangChain retriever raised, or returned something other than
-                a list of documents.
-        """
-        return list((await self.retrieve_report(request)).sources)
 
     async def retrieve_report(self, request: RetrievalRequest) -> AdapterReport:
         """Like :meth:`retrieve`, with how many documents were dropped and why.

@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING, Any
 import anyio.to_thread
 
 from agentskit_chat.errors import ConfigurationError, RetrievalError
-from agentskit_chat.protocol import GroundedSource
 
-from ._adapters import AdapterReport, SourceMapper, missing_extra
+from ._adapters import AdapterReport, ReportingRetriever, SourceMapper, missing_extra
 
 if TYPE_CHECKING:
     from llama_index.core.retrievers import BaseRetriever
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["LlamaIndexRetriever"]
 
 
-class LlamaIndexRetriever:
+class LlamaIndexRetriever(ReportingRetriever):
     """Adapts a LlamaIndex retriever to the :class:`~agentskit_chat.ask.Retriever` port.
 
     Any ``llama_index.core.retrievers.BaseRetriever`` works, including
@@ -93,15 +92,6 @@ class LlamaIndexRetriever:
         self._mapper = SourceMapper(
             title_key=title_key, href_key=href_key, id_key=id_key, top_k=top_k
         )
-
-    async def retrieve(self, request: RetrievalRequest) -> list[GroundedSource]:
-        """The ``Retriever`` port: the citable nodes for ``request.query``, in order.
-
-        Raises:
-            RetrievalError: the LlamaIndex retriever raised, or returned something other than
-                a list of nodes.
-        """
-        return list((await self.retrieve_report(request)).sources)
 
     async def retrieve_report(self, request: RetrievalRequest) -> AdapterReport:
         """Like :meth:`retrieve`, with how many nodes were dropped and why.
