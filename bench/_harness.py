@@ -7,6 +7,7 @@ floor measured in the same process, as a cost ratio, and beside the reference's 
 
 from __future__ import annotations
 
+import argparse
 import gc
 import json
 import statistics
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 TIMED_RUNS = 5
@@ -78,3 +80,28 @@ def print_table(
         figure = reference[ref_key][0]
         vs_ref = cost_ratio(ours, figure, higher_is_better=higher)
         print(f"{line}{figure:>10,.2f} {vs_ref:>6.2f}x  ({unit})")
+
+
+def collect(
+    script: str,
+    description: str | None,
+    groups: Mapping[str, Callable[[], dict[str, float]]],
+    data: Path,
+) -> dict[str, float] | None:
+    """The command line of a benchmark script.
+
+    With ``--group NAME`` (the child process) it runs that group, prints its figures as JSON and
+    returns ``None``; otherwise it runs every group in a fresh process and returns all figures.
+    """
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--group", choices=sorted(groups))
+    args = parser.parse_args()
+    if not data.is_dir():
+        sys.exit(f"benchmark inputs not found in {data} (set AGENTSKIT_BENCH_DATA)")
+    if args.group:
+        print(json.dumps(groups[args.group]()))
+        return None
+    results: dict[str, float] = {}
+    for name in groups:
+        results.update(run_group(script, name))
+    return results

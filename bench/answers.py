@@ -11,13 +11,11 @@ reported beside a floor measured in the same process and beside the reference's 
 
 from __future__ import annotations
 
-import argparse
 import gc
 import hashlib
 import json
 import os
 import statistics
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +24,7 @@ from typing import Any
 import orjson
 from markdown_it import MarkdownIt
 
-from _harness import Row, measure, print_table, run_group
+from _harness import Row, collect, measure, print_table
 from agentskit_chat.answers import (
     DeterministicAnswerResolver,
     build_local_knowledge_artifact,
@@ -282,17 +280,9 @@ FLOORS = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--group", choices=sorted(GROUPS))
-    args = parser.parse_args()
-    if not DATA.is_dir():
-        sys.exit(f"benchmark inputs not found in {DATA} (set AGENTSKIT_BENCH_DATA)")
-    if args.group:
-        print(json.dumps(GROUPS[args.group]()))
+    results = collect(__file__, __doc__, GROUPS, DATA)
+    if results is None:
         return
-    results: dict[str, float] = {}
-    for name in GROUPS:
-        results.update(run_group(__file__, name))
     print("query sets and output digests match the reference (hits, misses, choices)")
     print_table(ROWS, results, REFERENCE, width=40)
     print()

@@ -9,19 +9,17 @@ is printed beside a floor measured in the same process, as a ratio, and beside t
 
 from __future__ import annotations
 
-import argparse
 import codecs
 import hashlib
 import json
 import os
-import sys
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
 import orjson
 
-from _harness import Row, measure, print_table, run_group
+from _harness import Row, collect, measure, print_table
 from agentskit_chat.protocol import (
     AskEventDecoder,
     decode_ask_events,
@@ -215,17 +213,9 @@ FLOORS = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--group", choices=sorted(GROUPS))
-    args = parser.parse_args()
-    if not DATA.is_dir():
-        sys.exit(f"benchmark inputs not found in {DATA} (set AGENTSKIT_BENCH_DATA)")
-    if args.group:
-        print(json.dumps(GROUPS[args.group]()))
+    results = collect(__file__, __doc__, GROUPS, DATA)
+    if results is None:
         return
-    results: dict[str, float] = {}
-    for name in GROUPS:
-        results.update(run_group(__file__, name))
     print_table(ROWS, results, REFERENCE, width=52)
     print()
     print("Ratios are cost multiples: ours/floor 2.00x = twice the floor's time per unit of work;")
