@@ -8,6 +8,8 @@ are for programmer-facing misuse (encoding an invalid value, constructing with b
     │   └── ContentHashError     an artifact cannot be hashed because it is not valid
     ├── BuildError               a knowledge artifact cannot be built from a docs folder
     ├── ConfigurationError       a component was given invalid options (``AK_CONFIG_INVALID``)
+    ├── ToolError                a tool call was refused (``AK_TOOL_*`` codes)
+    ├── SessionConflictError     a chat session snapshot changed in another client (CAS conflict)
     ├── StorageError             a session store failed, or holds a record that is not valid
     ├── AskServiceError          the Ask service refused or failed a request (a fixed diagnostic)
     ├── RetrievalError           a search index or search backend could not be used
@@ -25,7 +27,9 @@ __all__ = [
     "ProtocolError",
     "RateLimitError",
     "RetrievalError",
+    "SessionConflictError",
     "StorageError",
+    "ToolError",
 ]
 
 
@@ -82,6 +86,34 @@ class ConfigurationError(AgentsKitChatError, ValueError):
     code = "AK_CONFIG_INVALID"
 
     def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ToolError(AgentsKitChatError):
+    """A proposed tool call was refused before anything ran.
+
+    Attributes:
+        code: ``AK_TOOL_NOT_FOUND`` (no such tool), ``AK_TOOL_INVALID_INPUT`` (the arguments do
+            not satisfy the tool's schema) or ``AK_TOOL_FORBIDDEN`` (the authorizer denied it;
+            the message is the denial reason).
+        message: A fixed sentence, or the authorizer's reason; never the arguments.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class SessionConflictError(AgentsKitChatError):
+    """A chat session snapshot changed in another client since this one loaded it.
+
+    Raised by ``ChatSession.persist()`` (and what awaits it, such as ``claim_turn``) when the
+    session storage refuses the compare-and-set save. Reload the session and try again.
+    """
+
+    def __init__(self, message: str = "Session snapshot changed in another client.") -> None:
         super().__init__(message)
         self.message = message
 

@@ -16,7 +16,17 @@ from ._adapter import (
     create_scoped_source,
 )
 from ._chunks import CHUNK_TYPES, AdapterContext, AdapterRequest, ChunkType, StreamChunk
+from ._config import ChatConfig
+from ._memory import ChatMemory, InMemoryChatMemory
 from ._messages import ChatMessage, MessageRole, MessageStatus
+from ._tools import (
+    AuthorizationPhase,
+    ChatTool,
+    ToolAuthorization,
+    ToolAuthorizationContext,
+    ToolAuthorizer,
+    ToolExecutor,
+)
 
 __all__ = [
     "CHUNK_TYPES",
@@ -24,13 +34,22 @@ __all__ = [
     "AdapterCapabilities",
     "AdapterContext",
     "AdapterRequest",
+    "AuthorizationPhase",
     "ChatAdapter",
+    "ChatConfig",
+    "ChatMemory",
     "ChatMessage",
     "ChatSource",
+    "ChatTool",
     "ChunkType",
+    "InMemoryChatMemory",
     "MessageRole",
     "MessageStatus",
     "SessionAwareChatAdapter",
     "StreamChunk",
+    "ToolAuthorization",
+    "ToolAuthorizationContext",
+    "ToolAuthorizer",
+    "ToolExecutor",
     "create_scoped_source",
 ]
