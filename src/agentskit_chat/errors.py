@@ -9,6 +9,7 @@ are for programmer-facing misuse (encoding an invalid value, constructing with b
     ├── BuildError               a knowledge artifact cannot be built from a docs folder
     ├── ConfigurationError       a component was given invalid options (``AK_CONFIG_INVALID``)
     ├── ToolError                a tool call was refused (``AK_TOOL_*`` codes)
+    ├── AnswerCommitError        an ``answer_commit`` payload is not valid (reason + example)
     ├── SessionConflictError     a chat session snapshot changed in another client (CAS conflict)
     ├── StorageError             a session store failed, or holds a record that is not valid
     ├── AskServiceError          the Ask service refused or failed a request (a fixed diagnostic)
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 __all__ = [
     "AgentsKitChatError",
+    "AnswerCommitError",
     "AskServiceError",
     "BuildError",
     "ConfigurationError",
@@ -104,6 +106,24 @@ class ToolError(AgentsKitChatError):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+class AnswerCommitError(AgentsKitChatError, ValueError):
+    """An ``answer_commit`` payload cannot be rendered.
+
+    Its text is the one-line reason, a newline, then ``Example:`` and a minimal valid payload as
+    compact JSON, ready to be returned to a model so it can repair its call. Neither part contains
+    any value of the payload: places are named by their path (``fields[1].value``).
+
+    Attributes:
+        reason: What is wrong and how to fix it, on one line.
+        example: A minimal valid payload, as compact JSON.
+    """
+
+    def __init__(self, reason: str, example: str) -> None:
+        super().__init__(f"{reason}\nExample: {example}")
+        self.reason = reason
+        self.example = example
 
 
 class SessionConflictError(AgentsKitChatError):

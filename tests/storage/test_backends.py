@@ -47,6 +47,8 @@ def test_public_names_are_pinned() -> None:
         "PostgresAskSessionStore",
         "RedisAskSessionStore",
         "SQLiteAskSessionStore",
+        "SQLiteChatMemory",
+        "SQLiteSessionStorage",
         "check_session_key",
         "open_ask_session_store",
         "parse_storage_key",

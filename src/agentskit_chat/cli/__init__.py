@@ -15,6 +15,7 @@ from agentskit_chat import __version__
 
 from ._artifact import artifact_app
 from ._ask import ask_command
+from ._render_answer import render_answer_command
 from ._serve import serve_command
 
 __all__ = ["app", "main"]
@@ -29,6 +30,7 @@ app = typer.Typer(
 app.add_typer(artifact_app, name="artifact")
 app.command("ask")(ask_command)
 app.command("serve")(serve_command)
+app.command("render-answer")(render_answer_command)
 
 
 def _print_version(value: bool) -> None:

@@ -17,6 +17,8 @@ from ._adapter import (
 )
 from ._chunks import CHUNK_TYPES, AdapterContext, AdapterRequest, ChunkType, StreamChunk
 from ._config import ChatConfig
+from ._controller import ChatController
+from ._controller_state import ChatState, ChatStatus
 from ._memory import ChatMemory, InMemoryChatMemory
 from ._messages import ChatMessage, MessageRole, MessageStatus
 from ._tools import (
@@ -37,9 +39,12 @@ __all__ = [
     "AuthorizationPhase",
     "ChatAdapter",
     "ChatConfig",
+    "ChatController",
     "ChatMemory",
     "ChatMessage",
     "ChatSource",
+    "ChatState",
+    "ChatStatus",
     "ChatTool",
     "ChunkType",
     "InMemoryChatMemory",

@@ -4,6 +4,11 @@ Four backends satisfy :class:`~agentskit_chat.ask.AskSessionStore` with the same
 (one conformance suite runs against all of them): memory, SQLite (the embedded default),
 PostgreSQL (extra ``postgres``) and Redis (extra ``redis``). Their drivers are imported only
 when such a store is built. :func:`open_ask_session_store` picks one from a URL.
+
+:class:`SQLiteChatMemory` keeps a chat conversation's messages (the
+:class:`~agentskit_chat.runtime.ChatMemory` port) in a SQLite file.
+:class:`SQLiteSessionStorage` keeps chat session snapshots (the
+:class:`~agentskit_chat.conversation.SessionStorage` port) in a SQLite file.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from ._open import AnyAskSessionStore, open_ask_session_store
 from ._postgres import PostgresAskSessionStore
 from ._redis import RedisAskSessionStore
 from ._sqlite import SQLiteAskSessionStore
+from ._sqlite_memory import SQLiteChatMemory
+from ._sqlite_session import SQLiteSessionStorage
 
 __all__ = [
     "AnyAskSessionStore",
@@ -21,6 +28,8 @@ __all__ = [
     "PostgresAskSessionStore",
     "RedisAskSessionStore",
     "SQLiteAskSessionStore",
+    "SQLiteChatMemory",
+    "SQLiteSessionStorage",
     "check_session_key",
     "open_ask_session_store",
     "parse_storage_key",

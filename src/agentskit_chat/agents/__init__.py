@@ -1,0 +1,43 @@
+"""Agent frameworks behind the chat adapter seam.
+
+:func:`from_pydantic_ai` turns any pydantic-ai agent into a
+:class:`~agentskit_chat.runtime.ChatAdapter`: streamed text, tool calls as tool-call records,
+tools that wait for a human's approval, usage and cancellation. :func:`create_agent` builds a
+pydantic-ai agent whose analysts finish with ``answer_commit``: the final answer rendered by
+code. pydantic-ai is the ``llm`` extra; it is imported when an adapter or agent is built, not
+when this package is. See ``docs/agents.md`` and ``docs/answer-commit.md``.
+"""
+
+from __future__ import annotations
+
+from ._answer_commit import (
+    ANALYST_AGENT_NAME,
+    ANSWER_COMMIT_ENV,
+    ANSWER_COMMIT_INSTRUCTIONS,
+    ANSWER_PROSE_INSTRUCTIONS,
+    answer_commit_enabled,
+    committed_answer,
+    create_agent,
+    mask_answer_commits,
+)
+from ._pydantic_ai import (
+    RUN_FAILED_MESSAGE,
+    PydanticAIChatAdapter,
+    PydanticAISource,
+    from_pydantic_ai,
+)
+
+__all__ = [
+    "ANALYST_AGENT_NAME",
+    "ANSWER_COMMIT_ENV",
+    "ANSWER_COMMIT_INSTRUCTIONS",
+    "ANSWER_PROSE_INSTRUCTIONS",
+    "RUN_FAILED_MESSAGE",
+    "PydanticAIChatAdapter",
+    "PydanticAISource",
+    "answer_commit_enabled",
+    "committed_answer",
+    "create_agent",
+    "from_pydantic_ai",
+    "mask_answer_commits",
+]

@@ -1,0 +1,225 @@
+"""Any pydantic-ai agent as a chat adapter (the ``llm`` extra).
+
+Each turn is one agent run through ``Agent.run_stream_events``: the run lives in a background
+task and hands its events over a zero-buffer stream, so our source holds no cancel scope
+between chunks and can be consumed (and closed) from any task. Closing the source leaves the
+``async with`` that owns the run, which cancels it and closes the model's stream; ``abort()``
+cancels the run from wherever it is called.
+
+Tools that need a human's approval (``requires_approval=True`` or ``ApprovalRequired``) pause
+the run: pydantic-ai ends it with ``DeferredToolRequests`` and the source reports each call with
+status ``requires_confirmation``, then ``done``. The chat controller records the decision on
+the call (approved: ``running``; denied: an error starting with ``Permission denied: ``) and
+asks again; the next run resumes with those decisions as ``DeferredToolResults``, so an
+approved tool runs exactly once, inside the agent, and a denial reaches the model as a denied
+tool return. See :mod:`._pydantic_ai_history` for how the history is rebuilt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, Final
+
+import anyio
+
+from agentskit_chat._drivers import require_extra
+from agentskit_chat.runtime import AdapterCapabilities, AdapterRequest, StreamChunk
+
+if TYPE_CHECKING:
+    from pydantic_ai.agent import AbstractAgent, AgentRunEvents
+    from pydantic_ai.settings import ModelSettings
+    from pydantic_ai.usage import UsageLimits
+
+    from ._pydantic_ai_history import RunInput
+
+__all__ = ["RUN_FAILED_MESSAGE", "PydanticAIChatAdapter", "PydanticAISource", "from_pydantic_ai"]
+
+#: The text of the ``error`` chunk when the run fails (the provider's own text is never shown).
+RUN_FAILED_MESSAGE: Final = "The assistant could not complete its answer. Please try again."
+
+_CAPABILITIES: Final = AdapterCapabilities(streaming=True, structured_output=False)
+_CLOSE_TIMEOUT_S: Final = 5.0
+
+
+def _run_output_type(agent: AbstractAgent[Any, Any]) -> Any:
+    """The output type to run with, so that deferred tool calls can end a run."""
+    from pydantic_ai import DeferredToolRequests  # noqa: PLC0415
+
+    # pydantic-ai refuses a run-time output type when the agent has output validators; such an
+    # agent must declare ``output_type=[str, DeferredToolRequests]`` itself to use approvals.
+    if agent.output_type is str and not getattr(agent, "_output_validators", None):
+        return [str, DeferredToolRequests]
+    return None
+
+
+class PydanticAIChatAdapter:
+    """A :class:`~agentskit_chat.runtime.ChatAdapter` that answers with a pydantic-ai agent.
+
+    Build it with :func:`from_pydantic_ai`. Each :meth:`create_source` call opens one agent
+    run for the request; the run starts when the source is first iterated.
+    """
+
+    __slots__ = ("_agent", "_deps", "_model_settings", "_output_type", "_usage_limits")
+
+    def __init__(
+        self,
+        agent: AbstractAgent[Any, Any],
+        *,
+        deps: Any = None,
+        model_settings: ModelSettings | None = None,
+        usage_limits: UsageLimits | None = None,
+    ) -> None:
+        self._agent = agent
+        self._deps = deps
+        self._model_settings = model_settings
+        self._usage_limits = usage_limits
+        self._output_type = _run_output_type(agent)
+
+    @property
+    def capabilities(self) -> AdapterCapabilities:
+        """Streams text; produces no structured assistant content."""
+        return _CAPABILITIES
+
+    @property
+    def agent(self) -> AbstractAgent[Any, Any]:
+        """The agent this adapter runs."""
+        return self._agent
+
+    def create_source(self, request: AdapterRequest) -> PydanticAISource:
+        """A source that runs the agent once for ``request``."""
+        return PydanticAISource(self, request)
+
+    def _open(
+        self, request: AdapterRequest, plan: RunInput
+    ) -> AbstractAsyncContextManager[AgentRunEvents[Any]]:
+        return self._agent.run_stream_events(
+            plan.prompt,
+            output_type=self._output_type,
+            message_history=plan.history or None,
+            deferred_tool_results=plan.deferred,
+            instructions=request.context.system_prompt,
+            deps=self._deps,
+            model_settings=self._model_settings,
+            usage_limits=self._usage_limits,
+        )
+
+
+class PydanticAISource:
+    """One agent run, as a :class:`~agentskit_chat.runtime.ChatSource`.
+
+    ``stream()`` may be iterated once; a second iteration, or one after :meth:`abort`, yields
+    nothing. Closing the iterator early (``aclose``) cancels the run.
+    """
+
+    __slots__ = ("_aborted", "_adapter", "_events", "_request", "_started")
+
+    def __init__(self, adapter: PydanticAIChatAdapter, request: AdapterRequest) -> None:
+        self._adapter = adapter
+        self._request = request
+        self._aborted = False
+        self._started = False
+        self._events: AgentRunEvents[Any] | None = None
+
+    def abort(self) -> None:
+        """Cancel the run; no chunk is yielded after this. Never raises."""
+        self._aborted = True
+        if self._events is not None:
+            with contextlib.suppress(Exception):
+                self._events.cancel()
+
+    async def stream(self) -> AsyncIterator[StreamChunk]:
+        """The chunks of the run: text, reasoning, tool calls, usage, then ``done``.
+
+        A failed run (the model, its provider, a tool raising, a usage limit) ends with one
+        ``error`` chunk whose text is :data:`RUN_FAILED_MESSAGE`; calls it left running are
+        first reported as errors.
+        """
+        from pydantic_ai import AgentRunResultEvent  # noqa: PLC0415
+
+        from ._pydantic_ai_events import EventMapper  # noqa: PLC0415
+        from ._pydantic_ai_history import build_run_input  # noqa: PLC0415
+
+        if self._aborted or self._started:
+            return
+        self._started = True
+        plan = build_run_input(self._request.messages)
+        if plan.mode == "idle":
+            yield StreamChunk("done")
+            return
+        mapper = EventMapper(plan.known_calls)
+        run = self._adapter._open(self._request, plan)
+        events = await run.__aenter__()
+        self._events = events
+        failed = False
+        try:
+            async for event in events:
+                if self._aborted:
+                    break
+                if isinstance(event, AgentRunResultEvent):
+                    chunks = mapper.result(event)
+                else:
+                    chunks = mapper.feed(event)
+                for chunk in chunks:
+                    if self._aborted:
+                        break
+                    yield chunk
+        except Exception:
+            # A provider error, a raising tool, a usage limit, a timeout (``RunCancelled``).
+            failed = not self._aborted
+        finally:
+            # Shielded, so a cancelled consumer still cancels the run and closes the model's
+            # stream before it goes on; bounded, in case a tool ignores cancellation.
+            with anyio.move_on_after(_CLOSE_TIMEOUT_S, shield=True):
+                await run.__aexit__(None, None, None)
+        if failed:
+            for chunk in mapper.unfinished():
+                yield chunk
+            yield StreamChunk("error", content=RUN_FAILED_MESSAGE)
+
+
+def from_pydantic_ai(
+    agent: AbstractAgent[Any, Any],
+    *,
+    deps: Any = None,
+    model_settings: ModelSettings | None = None,
+    usage_limits: UsageLimits | None = None,
+) -> PydanticAIChatAdapter:
+    """Turn a pydantic-ai agent into a chat adapter.
+
+    The chat's history is the run's message history, its newest user message the prompt and
+    the chat's system prompt the run's extra instructions. Text is streamed as it arrives; tool
+    calls become tool-call records on the assistant message; usage is reported once per turn.
+
+    Tools that need approval work when the agent's output type lets a run end with
+    ``DeferredToolRequests``: for an agent whose output type is ``str`` (the default) the adapter
+    adds it at run time; any other agent must declare ``output_type=[..., DeferredToolRequests]``
+    itself. A structured final output is shown as compact JSON text.
+
+    Args:
+        agent: Any ``pydantic_ai`` agent (``Agent`` or a wrapper).
+        deps: The dependencies passed to every run.
+        model_settings: Model settings for every run (temperature, max tokens, ...).
+        usage_limits: Limits for every run; a run that exceeds them ends in error.
+
+    Raises:
+        ImportError: the ``llm`` extra is not installed.
+        TypeError: ``agent`` is not a pydantic-ai agent.
+
+    Example:
+        >>> from pydantic_ai import Agent
+        >>> adapter = from_pydantic_ai(Agent("openai:gpt-4.1-mini"))  # doctest: +SKIP
+        >>> controller = ChatController(ChatConfig(adapter=adapter))  # doctest: +SKIP
+    """
+    require_extra("from_pydantic_ai", "llm", "pydantic_ai")
+    from pydantic_ai.agent import AbstractAgent  # noqa: PLC0415
+
+    # Loaded now, while nothing is streaming: the first turn then imports nothing.
+    from . import _pydantic_ai_events, _pydantic_ai_history  # noqa: F401, PLC0415
+
+    if not isinstance(agent, AbstractAgent):
+        raise TypeError("expected a pydantic_ai agent")
+    return PydanticAIChatAdapter(
+        agent, deps=deps, model_settings=model_settings, usage_limits=usage_limits
+    )

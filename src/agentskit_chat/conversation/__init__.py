@@ -1,0 +1,73 @@
+"""Chat definitions and sessions: deterministic routes over a statechart, persisted by CAS.
+
+:func:`define_chat` declares a chat application once: its chat config and, optionally, a
+deterministic conversation whose routes answer known commands without a model. A
+:class:`ChatSession` (from :func:`create_chat_session` or :func:`resume_chat_session`) gives a
+host ``session.chat``, the config to build a :class:`~agentskit_chat.runtime.ChatController`
+from: routes first, the adapter for everything else. Decisions are cached by user message, so
+retries and regenerations replay them and edits re-evaluate them. Sessions are stored as
+``agentskit.chat.session`` snapshots in a compare-and-set :class:`SessionStorage`. See
+``docs/conversations.md``.
+"""
+
+from __future__ import annotations
+
+from ._definition import (
+    ChatDefinition,
+    ChoiceSubmission,
+    ConversationDefinition,
+    ConversationStateDefinition,
+    ConversationTrace,
+    Route,
+    RouteContext,
+    RouteMatcher,
+    RouteResponder,
+    RouteTraceKind,
+    TraceKind,
+    TraceObserver,
+    command_route,
+    define_chat,
+)
+from ._factory import create_chat_session, resolve_chat_session, resume_chat_session
+from ._lifecycle import LifecycleTargets, get_lifecycle_targets
+from ._session import (
+    MAX_TERMINAL_TURNS,
+    ChatSession,
+    ConversationSnapshot,
+    PersistErrorObserver,
+    SessionClock,
+    TurnOutcome,
+)
+from ._sources import ROUTE_FAILED_MESSAGE
+from ._storage import InMemorySessionStorage, SessionStorage
+
+__all__ = [
+    "MAX_TERMINAL_TURNS",
+    "ROUTE_FAILED_MESSAGE",
+    "ChatDefinition",
+    "ChatSession",
+    "ChoiceSubmission",
+    "ConversationDefinition",
+    "ConversationSnapshot",
+    "ConversationStateDefinition",
+    "ConversationTrace",
+    "InMemorySessionStorage",
+    "LifecycleTargets",
+    "PersistErrorObserver",
+    "Route",
+    "RouteContext",
+    "RouteMatcher",
+    "RouteResponder",
+    "RouteTraceKind",
+    "SessionClock",
+    "SessionStorage",
+    "TraceKind",
+    "TraceObserver",
+    "TurnOutcome",
+    "command_route",
+    "create_chat_session",
+    "define_chat",
+    "get_lifecycle_targets",
+    "resolve_chat_session",
+    "resume_chat_session",
+]

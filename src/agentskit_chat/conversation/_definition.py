@@ -1,0 +1,257 @@
+"""What a chat application declares: the chat definition, its conversation, states and routes.
+
+Nothing here is validated when it is built: :func:`define_chat` returns its argument, and every
+check runs when a session is created from the definition (see ``_compile``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Final, Literal
+
+from agentskit_chat.errors import ConfigurationError
+from agentskit_chat.runtime import ChatConfig
+
+__all__ = [
+    "ChatDefinition",
+    "ChoiceSubmission",
+    "ConversationDefinition",
+    "ConversationStateDefinition",
+    "ConversationTrace",
+    "Route",
+    "RouteContext",
+    "RouteMatcher",
+    "RouteResponder",
+    "RouteTraceKind",
+    "TraceKind",
+    "TraceObserver",
+    "command_route",
+    "define_chat",
+]
+
+#: How a dispatch ended: a route answered (``deterministic``, or the route's declared
+#: ``repaired``/``fallback``), or the turn went to the model (``agentic``). ``repaired`` is also
+#: reported when a stored decision no longer replays and is dropped.
+TraceKind = Literal["deterministic", "repaired", "fallback", "agentic"]
+#: The kinds a route may declare for its traces.
+RouteTraceKind = Literal["deterministic", "repaired", "fallback"]
+
+_EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class RouteContext:
+    """Who a route is answering, so component-producing routes can derive stable instance ids.
+
+    Derive ids from ``message_id`` (falling back to ``session_id``): a replay then reproduces
+    the same frame, and separate turns get distinct instances.
+
+    Attributes:
+        session_id: The chat session.
+        message_id: The id of the user message being answered, or ``None`` when the request has
+            no user message.
+    """
+
+    session_id: str
+    message_id: str | None = None
+
+
+#: Decides whether a route answers an input (the user message's content, unchanged).
+RouteMatcher = Callable[[str], bool]
+#: Produces a route's reply: raw text streamed verbatim (a component frame is a JSON string).
+RouteResponder = Callable[[str, RouteContext], str]
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationTrace:
+    """One dispatch decision, as told to the conversation's ``on_trace`` observer.
+
+    A trace never carries the input or the reply.
+
+    Attributes:
+        kind: See :data:`TraceKind`.
+        from_state: The state before.
+        to_state: The state after (equal to ``from_state`` for ``agentic`` traces).
+        route_id: The route that answered; ``None`` for ``agentic`` traces.
+    """
+
+    kind: TraceKind
+    from_state: str
+    to_state: str
+    route_id: str | None = None
+
+
+#: Told about every trace; called synchronously and never awaited, its errors ignored.
+TraceObserver = Callable[[ConversationTrace], object]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Route:
+    """A deterministic route: when ``match`` accepts the input in a state that allows ``event``,
+    the route's ``response`` is the reply and the conversation takes the ``event`` transition.
+
+    Attributes:
+        id: Unique among the conversation's routes; a safe identifier (it is stored in session
+            snapshots).
+        event: The statechart event the route fires.
+        match: Whether the route answers an input.
+        response: The reply (at most 65,536 UTF-16 units); called with the input and a
+            :class:`RouteContext`.
+        states: The states the route is restricted to, or ``None`` for any state whose ``on``
+            has ``event``.
+        trace_kind: The kind of the route's traces.
+
+    Example:
+        >>> route = Route(
+        ...     id="greet", event="start",
+        ...     match=lambda text: text.lower() == "hello",
+        ...     response=lambda text, context: "Hello! What is your name?",
+        ... )
+    """
+
+    id: str
+    event: str
+    match: RouteMatcher
+    response: RouteResponder
+    states: tuple[str, ...] | None = None
+    trace_kind: RouteTraceKind = "deterministic"
+
+    def __post_init__(self) -> None:
+        if self.states is not None:
+            object.__setattr__(self, "states", tuple(self.states))
+
+
+def command_route(
+    *,
+    command: str,
+    id: str,
+    event: str,
+    response: RouteResponder,
+    states: Sequence[str] | None = None,
+    trace_kind: RouteTraceKind = "deterministic",
+) -> Route:
+    """A route that matches exactly ``command`` (case-sensitive, nothing trimmed).
+
+    Raises:
+        ConfigurationError: ``command`` is empty ("Conversation command cannot be empty.").
+
+    Example:
+        >>> route = command_route(
+        ...     command="/start", id="start", event="start",
+        ...     response=lambda text, context: "What is your name?",
+        ... )
+        >>> route.match("/start"), route.match("/start ")
+        (True, False)
+    """
+    if not isinstance(command, str) or command == "":
+        raise ConfigurationError("Conversation command cannot be empty.")
+
+    def match(text: str) -> bool:
+        return text == command
+
+    return Route(
+        id=id,
+        event=event,
+        match=match,
+        response=response,
+        states=None if states is None else tuple(states),
+        trace_kind=trace_kind,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationStateDefinition:
+    """One state of a conversation.
+
+    Attributes:
+        on: Its transitions, event → target state, in the order its events are offered.
+        actions: Informational names surfaced by the conversation snapshot (for example which
+            buttons a host shows).
+    """
+
+    on: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    actions: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.on, MappingProxyType):
+            object.__setattr__(self, "on", MappingProxyType(dict(self.on)))
+        object.__setattr__(self, "actions", tuple(self.actions))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationDefinition:
+    """A deterministic conversation: a statechart whose transitions are fired by routes.
+
+    Attributes:
+        initial: The state every session starts in.
+        states: The states by name (1 to 128 characters each).
+        routes: The routes, in precedence order: the first eligible match wins.
+        on_trace: Observer told about every dispatch (see :class:`ConversationTrace`).
+
+    Example:
+        >>> conversation = ConversationDefinition(
+        ...     initial="idle",
+        ...     states={
+        ...         "idle": ConversationStateDefinition(on={"start": "collecting"}),
+        ...         "collecting": ConversationStateDefinition(actions=("cancel",)),
+        ...     },
+        ...     routes=(
+        ...         command_route(
+        ...             command="/start", id="start", event="start",
+        ...             response=lambda text, context: "What is your name?",
+        ...         ),
+        ...     ),
+        ... )
+    """
+
+    initial: str
+    states: Mapping[str, ConversationStateDefinition]
+    routes: tuple[Route, ...] = ()
+    on_trace: TraceObserver | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.states, MappingProxyType):
+            object.__setattr__(self, "states", MappingProxyType(dict(self.states)))
+        object.__setattr__(self, "routes", tuple(self.routes))
+
+
+#: Reserves a click on a deterministic choice list: ``(frame, choice_id, session_id=...)`` →
+#: a reservation, an "unavailable" marker, or ``None`` for a frame it does not own. Wire it to
+#: the deterministic answer adapter's ``resolve_choice_submission``.
+ChoiceSubmission = Callable[..., Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatDefinition:
+    """Everything a chat application is: its chat configuration and, optionally, a
+    deterministic conversation. Every interface (web, terminal, server) renders the same one.
+
+    Attributes:
+        id: The definition's identity, used in default session ids and snapshots (a safe
+            identifier).
+        chat: The chat configuration (adapter, memory, tools, ...), kept as given.
+        revision: A positive integer, 1 by default; bump it when a change to the conversation
+            makes stored session metadata meaningless (resuming an older revision fails).
+        conversation: The deterministic conversation, if any.
+        components: The component manifest (reserved; components come with a later release).
+        choice_submission: Reserves deterministic choice clicks (see :data:`ChoiceSubmission`).
+    """
+
+    id: str
+    chat: ChatConfig
+    revision: int = 1
+    conversation: ConversationDefinition | None = None
+    components: Any = None
+    choice_submission: ChoiceSubmission | None = None
+
+
+def define_chat(definition: ChatDefinition) -> ChatDefinition:
+    """Return ``definition`` unchanged (validation happens when a session is created).
+
+    Example:
+        >>> from agentskit_chat.runtime import ChatConfig
+        >>> definition = define_chat(ChatDefinition(id="support", chat=config))  # doctest: +SKIP
+    """
+    return definition

@@ -1,0 +1,185 @@
+"""Creating, resuming and resolving chat sessions (spec §2, §5.4)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Final
+
+from agentskit_chat.errors import ConfigurationError
+from agentskit_chat.protocol import Decoded, SessionSnapshot, decode_session_snapshot
+from agentskit_chat.protocol._json import MAX_SAFE_INTEGER
+from agentskit_chat.protocol._types import is_safe_id
+
+from ._compile import compile_conversation
+from ._definition import ChatDefinition
+from ._session import ChatSession, PersistErrorObserver, Restored, SessionClock, epoch_ms
+from ._storage import SessionStorage
+
+__all__ = ["create_chat_session", "resolve_chat_session", "resume_chat_session"]
+
+_INCOMPATIBLE_SNAPSHOT: Final = "Session snapshot is incompatible with this chat definition."
+_INCOMPATIBLE_METADATA: Final = (
+    "Session conversation metadata is incompatible with this chat definition."
+)
+_DIGITS: Final = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _base36(number: int) -> str:
+    if number <= 0:
+        return "0"
+    digits: list[str] = []
+    while number:
+        number, rest = divmod(number, 36)
+        digits.append(_DIGITS[rest])
+    return "".join(reversed(digits))
+
+
+def _revision(definition: ChatDefinition) -> int:
+    revision = definition.revision
+    if type(revision) is not int or not 1 <= revision <= MAX_SAFE_INTEGER:
+        raise ConfigurationError("Chat definition revision is invalid.")
+    return revision
+
+
+def create_chat_session(
+    definition: ChatDefinition,
+    *,
+    session_id: str | None = None,
+    snapshot: SessionSnapshot | None = None,
+    storage: SessionStorage | None = None,
+    now: SessionClock | None = None,
+    on_persist_error: PersistErrorObserver | None = None,
+) -> ChatSession:
+    """A session of ``definition``, new or restored from a decoded ``snapshot``.
+
+    Args:
+        definition: The chat definition.
+        session_id: The session's id; by default the snapshot's, or
+            ``<definition id>:<current epoch milliseconds in base 36>``.
+        snapshot: A decoded session snapshot to restore (see ``resume_chat_session``).
+        storage: Where :meth:`ChatSession.persist` saves; without it, saves only advance the
+            cursor.
+        now: The clock (aware ``datetime``) for default ids, ``updatedAt`` and turn leases.
+        on_persist_error: Told about every failed save that dispatch scheduled.
+
+    Raises:
+        ConfigurationError: "Chat definition revision is invalid.", "Chat definition identity
+            is invalid." (the id is not a safe identifier), "Chat session identity is
+            invalid.", "Session snapshot is incompatible with this chat definition." (the
+            snapshot names another session, definition or revision), "Session conversation
+            metadata is incompatible with this chat definition." (the snapshot has a
+            conversation and the definition none), or a conversation compilation error.
+    """
+    clock = now or _utc_now
+    revision = _revision(definition)
+    if not is_safe_id(definition.id):
+        raise ConfigurationError("Chat definition identity is invalid.")
+    if session_id is None:
+        session_id = (
+            snapshot.session_id
+            if snapshot is not None
+            else f"{definition.id}:{_base36(epoch_ms(clock()))}"
+        )
+    if not is_safe_id(session_id):
+        raise ConfigurationError("Chat session identity is invalid.")
+    restored = Restored()
+    if snapshot is not None:
+        if (
+            snapshot.session_id != session_id
+            or snapshot.definition_id != definition.id
+            or snapshot.definition_revision != revision
+        ):
+            raise ConfigurationError(_INCOMPATIBLE_SNAPSHOT)
+        restored = Restored(
+            cursor=snapshot.cursor,
+            exists=True,
+            active_turn=snapshot.active_turn,
+            terminal_turns=snapshot.terminal_turns or (),
+            confirmations=snapshot.confirmations,
+            conversation=snapshot.conversation,
+        )
+    compiled = compile_conversation(definition)
+    if compiled is None and snapshot is not None and snapshot.conversation is not None:
+        raise ConfigurationError(_INCOMPATIBLE_METADATA)
+    return ChatSession(
+        session_id=session_id,
+        definition_id=definition.id,
+        definition_revision=revision,
+        chat=definition.chat,
+        compiled=compiled,
+        restored=restored,
+        storage=storage,
+        now=clock,
+        on_persist_error=on_persist_error,
+    )
+
+
+async def resume_chat_session(
+    definition: ChatDefinition,
+    *,
+    session_id: str,
+    storage: SessionStorage,
+    now: SessionClock | None = None,
+    on_persist_error: PersistErrorObserver | None = None,
+) -> ChatSession:
+    """The session ``session_id`` as stored, or a new one when storage has none.
+
+    A new session's first save only creates the record (it fails if another client created it
+    meanwhile). A stored version 0 record is upgraded.
+
+    Raises:
+        ConfigurationError: the stored record is not a valid snapshot ("Session snapshot is not
+            valid JSON.", "Session snapshot uses an unsupported version.", "Session snapshot
+            payload is invalid."), it belongs to another session, definition or revision
+            ("Session snapshot is incompatible with this chat definition."), or any error of
+            :func:`create_chat_session`.
+        Exception: whatever the storage's ``load`` raised.
+    """
+    stored = await storage.load(session_id)
+    if stored is None:
+        return create_chat_session(
+            definition,
+            session_id=session_id,
+            storage=storage,
+            now=now,
+            on_persist_error=on_persist_error,
+        )
+    result = decode_session_snapshot(stored)
+    if not isinstance(result, Decoded):
+        raise ConfigurationError(result.diagnostic.message)
+    snapshot = result.value
+    if (
+        snapshot.session_id != session_id
+        or snapshot.definition_id != definition.id
+        or snapshot.definition_revision != definition.revision
+    ):
+        raise ConfigurationError(_INCOMPATIBLE_SNAPSHOT)
+    return create_chat_session(
+        definition,
+        session_id=session_id,
+        snapshot=snapshot,
+        storage=storage,
+        now=now,
+        on_persist_error=on_persist_error,
+    )
+
+
+def resolve_chat_session(
+    definition: ChatDefinition, session: ChatSession | None = None
+) -> ChatSession:
+    """``session`` when it was made from ``definition`` (same id and revision), or a new one.
+
+    Raises:
+        ConfigurationError: ``session`` belongs to another definition or revision ("Prepared
+            session is incompatible with this chat definition."), or any error of
+            :func:`create_chat_session`.
+    """
+    if session is None:
+        return create_chat_session(definition)
+    if session.definition_id != definition.id or session.definition_revision != definition.revision:
+        raise ConfigurationError("Prepared session is incompatible with this chat definition.")
+    return session

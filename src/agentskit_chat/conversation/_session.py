@@ -1,0 +1,343 @@
+"""A chat session: the scoped chat config, the conversation, persistence and turn leases.
+
+Build one with :func:`~agentskit_chat.conversation.create_chat_session` or
+:func:`~agentskit_chat.conversation.resume_chat_session`.
+
+Saves are serialized per session (one lock: a failed save does not block later ones). A save
+builds the snapshot when it runs, so it always stores the latest state. Saves scheduled by
+dispatch never raise: a failure goes to the ``on_persist_error`` observer and is kept, and the
+next explicit :meth:`ChatSession.persist` raises it (DECISIONS 12) — call ``persist()`` again to
+store the current state. A later successful save clears it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Final, Literal
+
+import anyio
+
+from agentskit_chat.errors import ConfigurationError, SessionConflictError
+from agentskit_chat.protocol import (
+    SESSION_PROTOCOL,
+    SESSION_VERSION,
+    ActiveTurn,
+    Confirmation,
+    ConversationState,
+    SessionSnapshot,
+    TerminalTurn,
+)
+from agentskit_chat.protocol._json import MAX_SAFE_INTEGER
+from agentskit_chat.protocol._types import is_safe_id
+from agentskit_chat.runtime import AdapterRequest, ChatConfig, ChatSource
+from agentskit_chat.runtime._messages import format_message_timestamp
+
+from ._adapters import ConversationAdapter, ScopedAdapter, unwrap_adapter
+from ._compile import CompiledConversation
+from ._dispatch import Dispatcher
+from ._storage import SessionStorage
+
+__all__ = [
+    "MAX_TERMINAL_TURNS",
+    "ChatSession",
+    "ConversationSnapshot",
+    "PersistErrorObserver",
+    "Restored",
+    "SessionClock",
+    "TurnOutcome",
+    "epoch_ms",
+]
+
+#: How many finished turns a session remembers (a finished turn can never be claimed again).
+MAX_TERMINAL_TURNS: Final = 64
+#: How a released turn ended.
+TurnOutcome = Literal["completed", "indeterminate"]
+#: Returns the current time as an aware ``datetime``.
+SessionClock = Callable[[], datetime]
+#: Told about every failed scheduled save; called synchronously, its errors ignored.
+PersistErrorObserver = Callable[[Exception], object]
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_OUTCOMES: Final = frozenset({"completed", "indeterminate"})
+
+
+def epoch_ms(moment: datetime) -> int:
+    """Milliseconds since the Unix epoch (a naive ``datetime`` counts as UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // timedelta(milliseconds=1)
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationSnapshot:
+    """Where a session's conversation stands.
+
+    Attributes:
+        state: The current state.
+        events: The events that state accepts, in definition order.
+        actions: The state's informational actions.
+    """
+
+    state: str
+    events: tuple[str, ...]
+    actions: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class Restored:
+    cursor: int = 0
+    exists: bool = False
+    active_turn: ActiveTurn | None = None
+    terminal_turns: tuple[TerminalTurn, ...] = ()
+    confirmations: tuple[Confirmation, ...] = ()
+    conversation: ConversationState | None = None
+
+
+class ChatSession:
+    """One chat session of a definition: hand ``session.chat`` to a
+    :class:`~agentskit_chat.runtime.ChatController`.
+
+    Attributes:
+        session_id: The session's id (a safe identifier).
+        definition_id: The definition's id.
+        definition_revision: The definition's revision.
+        chat: The definition's chat config with the session's adapter: scoped to this session,
+            and running the deterministic conversation when the definition has one.
+    """
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        definition_id: str,
+        definition_revision: int,
+        chat: ChatConfig,
+        compiled: CompiledConversation | None,
+        restored: Restored,
+        storage: SessionStorage | None,
+        now: SessionClock,
+        on_persist_error: PersistErrorObserver | None,
+    ) -> None:
+        self.session_id = session_id
+        self.definition_id = definition_id
+        self.definition_revision = definition_revision
+        self._storage = storage
+        self._now = now
+        self._on_persist_error = on_persist_error
+        self._cursor = restored.cursor
+        self._exists = restored.exists
+        self._active_turn = restored.active_turn
+        self._terminal_turns = list(restored.terminal_turns)
+        self._confirmations = restored.confirmations
+        self._lock = anyio.Lock()
+        self._dirty = False
+        self._failure: Exception | None = None
+        self._dispatcher = (
+            None
+            if compiled is None
+            else Dispatcher(
+                compiled, session_id=session_id, schedule=self._schedule, flush=self._flush
+            )
+        )
+        if self._dispatcher is not None and restored.conversation is not None:
+            self._dispatcher.restore(restored.conversation)
+        self.chat = self.update_chat(chat)
+
+    # --- the chat config ---------------------------------------------------------------------
+
+    def update_chat(self, config: ChatConfig) -> ChatConfig:
+        """A copy of ``config`` whose adapter belongs to this session.
+
+        The adapter is unwrapped first when it came from a session (this one or another), so a
+        config is never wrapped twice. ``session.chat`` itself is not changed.
+        """
+        original = unwrap_adapter(config.adapter)
+        scoped = ScopedAdapter(original, self.session_id)
+        if self._dispatcher is None:
+            return config.with_changes(adapter=scoped)
+        return config.with_changes(adapter=ConversationAdapter(original, scoped, self._dispatch))
+
+    def _dispatch(
+        self, request: AdapterRequest, fallback: Callable[[AdapterRequest], ChatSource]
+    ) -> ChatSource:
+        assert self._dispatcher is not None
+        return self._dispatcher.dispatch(request, fallback)
+
+    def get_conversation_snapshot(self) -> ConversationSnapshot | None:
+        """The current state, its events and actions; ``None`` without a conversation."""
+        if self._dispatcher is None:
+            return None
+        compiled = self._dispatcher.compiled
+        state = self._dispatcher.state
+        return ConversationSnapshot(
+            state=state,
+            events=compiled.statechart.allowed_events(state),
+            actions=compiled.actions(state),
+        )
+
+    # --- persistence -------------------------------------------------------------------------
+
+    def get_cursor(self) -> int:
+        """The cursor of the last save (the snapshot's CAS version)."""
+        return self._cursor
+
+    @property
+    def active_turn(self) -> ActiveTurn | None:
+        """The current turn lease, if any (it may have expired)."""
+        return self._active_turn
+
+    @property
+    def terminal_turns(self) -> tuple[TerminalTurn, ...]:
+        """The last finished turns, oldest first (at most 64)."""
+        return tuple(self._terminal_turns)
+
+    def build_snapshot(self) -> SessionSnapshot:
+        """The snapshot the next save would store (its cursor is the current one plus 1).
+
+        Raises:
+            ConfigurationError: the snapshot is not valid (cannot happen for data that entered
+                through the session, whose limits are checked on the way in).
+        """
+        fields: dict[str, object] = {
+            "protocol": SESSION_PROTOCOL,
+            "version": SESSION_VERSION,
+            "session_id": self.session_id,
+            "definition_id": self.definition_id,
+            "definition_revision": self.definition_revision,
+            "updated_at": format_message_timestamp(self._now()),
+            "cursor": self._cursor + 1,
+        }
+        if self._active_turn is not None:
+            fields["active_turn"] = self._active_turn
+        if self._terminal_turns:
+            fields["terminal_turns"] = tuple(self._terminal_turns)
+        if self._dispatcher is not None:
+            fields["conversation"] = self._dispatcher.conversation_state()
+        fields["confirmations"] = self._confirmations
+        try:
+            return SessionSnapshot.model_validate(fields)
+        except Exception:
+            raise ConfigurationError("Session snapshot cannot be built.") from None
+
+    def _schedule(self) -> None:
+        if self._storage is None:
+            self._cursor += 1
+        else:
+            self._dirty = True
+
+    async def _save(self, storage: SessionStorage) -> None:
+        snapshot = self.build_snapshot()
+        expected = self._cursor if self._exists else None
+        if not await storage.save(snapshot, expected):
+            raise SessionConflictError()
+        self._cursor = snapshot.cursor
+        self._exists = True
+        self._failure = None
+
+    def _report(self, error: Exception) -> None:
+        observer = self._on_persist_error
+        if observer is None:
+            return
+        try:
+            result = observer(error)
+            if inspect.iscoroutine(result):
+                result.close()
+        except Exception:
+            pass
+
+    async def _flush(self) -> None:
+        storage = self._storage
+        if storage is None or not self._dirty:
+            return
+        # Shielded: a save cancelled halfway may have been stored without this session
+        # learning its cursor, and every later save would then conflict.
+        with anyio.CancelScope(shield=True):
+            async with self._lock:
+                if not self._dirty:
+                    return
+                self._dirty = False
+                try:
+                    await self._save(storage)
+                except Exception as error:
+                    self._dirty = True
+                    self._failure = error
+                    self._report(error)
+
+    async def persist(self) -> None:
+        """Save the session now.
+
+        Without storage, this only advances the cursor. With storage, the snapshot is built
+        when the save runs and stored by compare-and-set on the cursor.
+
+        Raises:
+            SessionConflictError: the stored snapshot changed in another client.
+            Exception: a failure left by a save that dispatch scheduled (raised once, without
+                saving; call ``persist()`` again), or whatever the storage raised.
+        """
+        storage = self._storage
+        if storage is None:
+            self._cursor += 1
+            return
+        async with self._lock:
+            failure = self._failure
+            if failure is not None:
+                self._failure = None
+                raise failure
+            self._dirty = False
+            try:
+                await self._save(storage)
+            except BaseException:
+                self._dirty = True
+                raise
+
+    # --- turn leases -------------------------------------------------------------------------
+
+    async def claim_turn(self, turn_id: str, lease_ms: int) -> bool:
+        """Claim the session for one turn for ``lease_ms`` milliseconds, and save.
+
+        Returns ``False`` when ``turn_id`` already finished (a finished turn is never replayed)
+        or another unexpired lease holds the session; an expired lease is taken over.
+
+        Raises:
+            ConfigurationError: ``turn_id`` is not a safe identifier or ``lease_ms`` is not a
+                positive safe integer ("Turn claim is invalid.").
+            SessionConflictError: the stored snapshot changed in another client (the lease
+                stays set on this session object; discard it).
+        """
+        if not is_safe_id(turn_id) or type(lease_ms) is not int or lease_ms < 1:
+            raise ConfigurationError("Turn claim is invalid.")
+        now = epoch_ms(self._now())
+        if now + lease_ms > MAX_SAFE_INTEGER:
+            raise ConfigurationError("Turn claim is invalid.")
+        if any(turn.turn_id == turn_id for turn in self._terminal_turns):
+            return False
+        active = self._active_turn
+        if active is not None and active.expires_at > now:
+            return False
+        self._active_turn = ActiveTurn(turn_id=turn_id, expires_at=now + lease_ms)
+        await self.persist()
+        return True
+
+    async def release_turn(self, turn_id: str, outcome: TurnOutcome) -> None:
+        """End the active turn ``turn_id`` with ``outcome``, remember it, and save.
+
+        Nothing happens unless ``turn_id`` holds the lease. The session remembers the last 64
+        finished turns.
+
+        Raises:
+            ConfigurationError: ``outcome`` is not ``completed`` or ``indeterminate``.
+            SessionConflictError: the stored snapshot changed in another client.
+        """
+        if outcome not in _OUTCOMES:
+            raise ConfigurationError("Turn outcome is invalid.")
+        active = self._active_turn
+        if active is None or active.turn_id != turn_id:
+            return
+        self._active_turn = None
+        turns = [turn for turn in self._terminal_turns if turn.turn_id != turn_id]
+        turns.append(TerminalTurn(turn_id=turn_id, outcome=outcome))
+        self._terminal_turns = turns[-MAX_TERMINAL_TURNS:]
+        await self.persist()
