@@ -13,12 +13,18 @@ the call (approved: ``running``; denied: an error starting with ``Permission den
 asks again; the next run resumes with those decisions as ``DeferredToolResults``, so an
 approved tool runs exactly once, inside the agent, and a denial reaches the model as a denied
 tool return. See :mod:`._pydantic_ai_history` for how the history is rebuilt.
+
+An agent that offers ``answer_commit`` (an analyst built by
+:func:`~agentskit_chat.agents.create_agent`) has its final answer rendered by code, so its text
+is held until the run ends: a run that commits sends exactly the rendered answer, once, with
+the committed metadata (readings included) at ``metadata["answer_commit"]``; any other run
+sends the text it held. Tool calls and results still stream as they happen.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Final
 
@@ -29,12 +35,25 @@ from agentskit_chat.runtime import AdapterCapabilities, AdapterRequest, StreamCh
 
 if TYPE_CHECKING:
     from pydantic_ai.agent import AbstractAgent, AgentRunEvents
+    from pydantic_ai.messages import ToolCallPart
     from pydantic_ai.settings import ModelSettings
     from pydantic_ai.usage import UsageLimits
 
+    from agentskit_chat.answers import CommittedAnswer
+
     from ._pydantic_ai_history import RunInput
 
-__all__ = ["RUN_FAILED_MESSAGE", "PydanticAIChatAdapter", "PydanticAISource", "from_pydantic_ai"]
+__all__ = [
+    "ANSWER_COMMIT_METADATA_KEY",
+    "RUN_FAILED_MESSAGE",
+    "PydanticAIChatAdapter",
+    "PydanticAISource",
+    "from_pydantic_ai",
+]
+
+#: Where a committed answer's metadata (shape, ``answer_only``, the ``readings`` ledger) goes
+#: in the assistant message's metadata.
+ANSWER_COMMIT_METADATA_KEY: Final = "answer_commit"
 
 #: The text of the ``error`` chunk when the run fails (the provider's own text is never shown).
 RUN_FAILED_MESSAGE: Final = "The assistant could not complete its answer. Please try again."
@@ -54,6 +73,30 @@ def _run_output_type(agent: AbstractAgent[Any, Any]) -> Any:
     return None
 
 
+def _offers_answer_commit(agent: AbstractAgent[Any, Any]) -> bool:
+    """Whether the agent's output types include the ``answer_commit`` output tool."""
+    from pydantic_ai import ToolOutput  # noqa: PLC0415
+
+    from agentskit_chat.answers import ANSWER_COMMIT_TOOL_NAME  # noqa: PLC0415
+
+    output_type = agent.output_type
+    outputs = output_type if isinstance(output_type, Sequence) else (output_type,)
+    return any(
+        isinstance(output, ToolOutput) and output.name == ANSWER_COMMIT_TOOL_NAME
+        for output in outputs
+    )
+
+
+def _committed(part: ToolCallPart) -> CommittedAnswer | None:
+    from agentskit_chat.answers import commit_answer  # noqa: PLC0415
+    from agentskit_chat.errors import AnswerCommitError  # noqa: PLC0415
+
+    try:
+        return commit_answer(part.args_as_dict())
+    except (AnswerCommitError, ValueError):
+        return None
+
+
 class PydanticAIChatAdapter:
     """A :class:`~agentskit_chat.runtime.ChatAdapter` that answers with a pydantic-ai agent.
 
@@ -61,7 +104,14 @@ class PydanticAIChatAdapter:
     run for the request; the run starts when the source is first iterated.
     """
 
-    __slots__ = ("_agent", "_deps", "_model_settings", "_output_type", "_usage_limits")
+    __slots__ = (
+        "_agent",
+        "_answer_commit",
+        "_deps",
+        "_model_settings",
+        "_output_type",
+        "_usage_limits",
+    )
 
     def __init__(
         self,
@@ -76,6 +126,7 @@ class PydanticAIChatAdapter:
         self._model_settings = model_settings
         self._usage_limits = usage_limits
         self._output_type = _run_output_type(agent)
+        self._answer_commit = _offers_answer_commit(agent)
 
     @property
     def capabilities(self) -> AdapterCapabilities:
@@ -86,6 +137,11 @@ class PydanticAIChatAdapter:
     def agent(self) -> AbstractAgent[Any, Any]:
         """The agent this adapter runs."""
         return self._agent
+
+    @property
+    def answer_commit(self) -> bool:
+        """Whether the agent offers ``answer_commit``; its text is then held until a run ends."""
+        return self._answer_commit
 
     def create_source(self, request: AdapterRequest) -> PydanticAISource:
         """A source that runs the agent once for ``request``."""
@@ -132,6 +188,8 @@ class PydanticAISource:
     async def stream(self) -> AsyncIterator[StreamChunk]:
         """The chunks of the run: text, reasoning, tool calls, usage, then ``done``.
 
+        For an agent that offers ``answer_commit`` the text comes at the end, in one chunk:
+        the rendered answer when the run committed one, else the text the run wrote.
         A failed run (the model, its provider, a tool raising, a usage limit) ends with one
         ``error`` chunk whose text is :data:`RUN_FAILED_MESSAGE`; calls it left running are
         first reported as errors.
@@ -148,7 +206,7 @@ class PydanticAISource:
         if plan.mode == "idle":
             yield StreamChunk("done")
             return
-        mapper = EventMapper(plan.known_calls)
+        mapper = EventMapper(plan.known_calls, hold_text=self._adapter.answer_commit)
         run = self._adapter._open(self._request, plan)
         events = await run.__aenter__()
         self._events = events
@@ -158,7 +216,11 @@ class PydanticAISource:
                 if self._aborted:
                     break
                 if isinstance(event, AgentRunResultEvent):
-                    chunks = mapper.result(event)
+                    committed = None
+                    if mapper.commit is not None:
+                        # Rendering a large table again takes a while: not on the loop.
+                        committed = await anyio.to_thread.run_sync(_committed, mapper.commit)
+                    chunks = mapper.result(event, committed)
                 else:
                     chunks = mapper.feed(event)
                 for chunk in chunks:
@@ -174,7 +236,7 @@ class PydanticAISource:
             with anyio.move_on_after(_CLOSE_TIMEOUT_S, shield=True):
                 await run.__aexit__(None, None, None)
         if failed:
-            for chunk in mapper.unfinished():
+            for chunk in [*mapper.flush(), *mapper.unfinished()]:
                 yield chunk
             yield StreamChunk("error", content=RUN_FAILED_MESSAGE)
 

@@ -7,6 +7,12 @@ defers for approval is announced with status ``requires_confirmation``; one defe
 external execution with status ``pending``. Calls already in the chat history are never
 announced again (the controller would copy them onto the new assistant message); their
 outcome arrives as a ``tool_result`` chunk, which updates them where they are.
+
+A mapper built with ``hold_text`` (for agents that offer ``answer_commit``) keeps the run's text
+instead of streaming it. At the end, a run whose final result came from a successful
+``answer_commit`` call sends exactly its output, the rendered answer, as one ``text`` chunk
+carrying the committed metadata; any other run sends the held text as one chunk. The chat
+controller only ever appends text, so text streamed before the commit could never be taken back.
 """
 
 from __future__ import annotations
@@ -22,6 +28,8 @@ from pydantic_ai import (
     DeferredToolRequestsEvent,
     FunctionToolCallEvent,
     FunctionToolResultEvent,
+    OutputToolCallEvent,
+    OutputToolResultEvent,
     PartDeltaEvent,
     PartStartEvent,
     TextPart,
@@ -32,10 +40,12 @@ from pydantic_ai import (
 from pydantic_ai.messages import ToolCallPart, ToolReturnPart
 from pydantic_ai.usage import RunUsage
 
+from agentskit_chat.answers import ANSWER_COMMIT_TOOL_NAME, CommittedAnswer
 from agentskit_chat.protocol import TokenUsage, ToolCall
 from agentskit_chat.protocol._json import js_stringify
 from agentskit_chat.runtime import StreamChunk
 
+from ._pydantic_ai import ANSWER_COMMIT_METADATA_KEY
 from ._pydantic_ai_history import DENIED_PREFIX
 
 __all__ = ["EventMapper", "output_text", "token_usage"]
@@ -107,13 +117,22 @@ class EventMapper:
 
     Args:
         known_calls: The tool calls already in the chat history, by id.
+        hold_text: Keep the run's text until it ends (see the module's docstring).
+
+    Attributes:
+        streamed_text: Whether the model wrote any text in this run (held or sent).
+        commit: The ``answer_commit`` call that ended the run, once its result is in.
     """
 
-    def __init__(self, known_calls: Mapping[str, ToolCall]) -> None:
+    def __init__(self, known_calls: Mapping[str, ToolCall], *, hold_text: bool = False) -> None:
         self._history = dict(known_calls)
         self._announced: dict[str, ToolCall] = {}
         self._settled: set[str] = set()
+        self._hold = hold_text
+        self._held: list[str] = []
+        self._commit_calls: dict[str, ToolCallPart] = {}
         self.streamed_text = False
+        self.commit: ToolCallPart | None = None
 
     def _call(self, part: ToolCallPart) -> tuple[str, str, Mapping[str, Any]]:
         known = self._history.get(part.tool_call_id) or self._announced.get(part.tool_call_id)
@@ -135,6 +154,9 @@ class EventMapper:
             return []
         if kind == "text":
             self.streamed_text = True
+            if self._hold:
+                self._held.append(text)
+                return []
             return [StreamChunk("text", content=text)]
         return [StreamChunk("reasoning", content=text)]
 
@@ -158,7 +180,24 @@ class EventMapper:
             return self._finished(event.part)
         if isinstance(event, DeferredToolRequestsEvent):
             return self._deferred(event.requests)
+        if isinstance(event, OutputToolCallEvent | OutputToolResultEvent):
+            self._output_tool(event)
         return []
+
+    def _output_tool(self, event: OutputToolCallEvent | OutputToolResultEvent) -> None:
+        if event.part.tool_name != ANSWER_COMMIT_TOOL_NAME:
+            return
+        if isinstance(event, OutputToolCallEvent):
+            self._commit_calls[event.part.tool_call_id] = event.part
+        elif event.part.outcome == "success":
+            # pydantic-ai ends the run on the first output call that succeeds.
+            self.commit = self._commit_calls.get(event.part.tool_call_id)
+
+    def flush(self) -> list[StreamChunk]:
+        """The held text as one ``text`` chunk (none when nothing is held); empties the hold."""
+        text = "".join(self._held)
+        self._held.clear()
+        return [StreamChunk("text", content=text)] if text else []
 
     def _started(self, event: FunctionToolCallEvent) -> list[StreamChunk]:
         if event.args_valid is None:
@@ -213,17 +252,37 @@ class EventMapper:
                     chunks.append(chunk)
         return chunks
 
-    def result(self, event: AgentRunResultEvent[Any]) -> list[StreamChunk]:
-        """The chunks of the run's end: deferred calls, a structured output, usage, ``done``."""
+    def result(
+        self, event: AgentRunResultEvent[Any], committed: CommittedAnswer | None = None
+    ) -> list[StreamChunk]:
+        """The chunks of the run's end: the text, deferred calls, usage, ``done``.
+
+        Args:
+            event: The run's result.
+            committed: The answer :attr:`commit` renders to, for the message's metadata.
+
+        Returns:
+            The committed answer alone when the run ended with ``answer_commit`` (the held
+            text is dropped); otherwise the held text, then deferred calls or an output that
+            was not streamed; then usage and ``done``.
+        """
         output = event.result.output
         chunks: list[StreamChunk] = []
+        if self.commit is not None and isinstance(output, str):
+            self._held.clear()
+            metadata = None
+            if committed is not None and committed.text == output:
+                metadata = {ANSWER_COMMIT_METADATA_KEY: committed.metadata()}
+            chunks.append(StreamChunk("text", content=output, metadata=metadata))
+            output = None
+        chunks.extend(self.flush())
         if isinstance(output, DeferredToolRequests):
             chunks.extend(self._deferred(output))
         elif isinstance(output, str):
             if output and not self.streamed_text:
-                chunks.extend(self._text(output, "text"))
+                chunks.append(StreamChunk("text", content=output))
         elif output is not None:
-            chunks.extend(self._text(output_text(output), "text"))
+            chunks.append(StreamChunk("text", content=output_text(output)))
         chunks.append(StreamChunk("usage", usage=token_usage(event.result.usage)))
         chunks.append(StreamChunk("done"))
         return chunks

@@ -25,6 +25,7 @@ from ._config import ChatConfig
 from ._controller_run import Proposal, Run, default_clock, default_id, is_blank
 from ._controller_state import (
     ChatState,
+    awaiting_siblings,
     complete_streaming,
     end_stream,
     find_call,
@@ -303,8 +304,12 @@ class ChatController:
             self._set(self._with(messages=(*messages[:index], edited), status="idle", error=None))
         await self._persist()
 
-    async def _resume(self) -> None:
+    async def _resume(self, tool_call_id: str) -> None:
         await self._persist()
+        if awaiting_siblings(self._state.messages, tool_call_id):
+            # The model asked for several confirmations in one step: it continues once every
+            # one of them is decided (an agent loop cannot resume with some left open).
+            return
         await self._halt()
         await self._turn((*self._state.messages, self._placeholder()))
 
@@ -433,7 +438,7 @@ class ChatController:
                     raise
         if outcome is not None:
             self._record(outcome)
-        await self._resume()
+        await self._resume(call.id)
 
     async def deny(self, tool_call_id: str, reason: str | None = None) -> None:
         """Deny a call awaiting confirmation, and resume the conversation.
@@ -450,4 +455,4 @@ class ChatController:
             return
         text = reason if isinstance(reason, str) and reason else USER_DENIED_REASON
         self._record(call_with(call, "error", error=f"{DENIED_PREFIX}{text}"))
-        await self._resume()
+        await self._resume(call.id)

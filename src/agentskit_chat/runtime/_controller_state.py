@@ -20,6 +20,7 @@ __all__ = [
     "ZERO_USAGE",
     "ChatState",
     "ChatStatus",
+    "awaiting_siblings",
     "complete_streaming",
     "end_stream",
     "find_call",
@@ -119,6 +120,17 @@ def find_call(messages: tuple[ChatMessage, ...], call_id: str) -> ToolCall | Non
             if call.id == call_id:
                 return call
     return None
+
+
+def awaiting_siblings(messages: tuple[ChatMessage, ...], call_id: str) -> bool:
+    """Whether the newest message carrying ``call_id`` has another call awaiting confirmation."""
+    for message in reversed(messages):
+        calls = message.tool_calls or ()
+        if any(call.id == call_id for call in calls):
+            return any(
+                call.id != call_id and call.status == "requires_confirmation" for call in calls
+            )
+    return False
 
 
 def replace_call(messages: tuple[ChatMessage, ...], call: ToolCall) -> tuple[ChatMessage, ...]:
