@@ -196,8 +196,9 @@ async def test_preamble_text_then_commit_delivers_exactly_the_rendered_answer_on
     preamble: list[str],
 ) -> None:
     script = Script([[*preamble, tool("lookup", {"path": "a.py"})], ["Done:", commit(VALID)]])
+    adapter = from_pydantic_ai(analyst(script))
     async with no_blocking():
-        chunks = await collect(from_pydantic_ai(analyst(script)))
+        chunks = await collect(adapter)
     assert texts(chunks) == [RENDERED]
     assert [chunk.type for chunk in chunks] == ["tool_call", "tool_result", "text", "usage", "done"]
     # Tool calls still stream; the commit itself is the answer, not a tool call on the message.
