@@ -31,3 +31,16 @@ def test_importing_the_protocol_loads_no_backend() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def test_the_core_loads_no_model_sdk_web_or_database_driver() -> None:
+    code = (
+        "import sys, agentskit_chat.runtime, agentskit_chat.conversation, "
+        "agentskit_chat.answers, agentskit_chat.agents; "
+        "print(sorted(m for m in sys.modules if m.startswith(('pydantic_ai', 'starlette', "
+        "'httpx', 'psycopg', 'redis', 'sqlite3', 'agentskit_chat.ask'))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
