@@ -34,6 +34,17 @@ def test_define_chat_returns_the_same_definition_and_chat() -> None:
     assert declared.revision == 1
 
 
+def test_define_chat_builds_a_definition_from_its_fields() -> None:
+    chat = ChatConfig(adapter=ModelAdapter())
+    declared = define_chat(id="support", chat=chat, revision=2)
+    assert declared == ChatDefinition(id="support", chat=chat, revision=2)
+    assert declared.chat is chat
+    with pytest.raises(TypeError):
+        define_chat(declared, id="other")  # type: ignore[call-overload]
+    with pytest.raises(TypeError):
+        define_chat()  # type: ignore[call-overload]
+
+
 def test_define_chat_does_not_validate() -> None:
     broken = ChatDefinition(
         id="support",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, overload
 
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.runtime import ChatConfig
@@ -247,11 +247,40 @@ class ChatDefinition:
     choice_submission: ChoiceSubmission | None = None
 
 
-def define_chat(definition: ChatDefinition) -> ChatDefinition:
-    """Return ``definition`` unchanged (validation happens when a session is created).
+@overload
+def define_chat(definition: ChatDefinition, /) -> ChatDefinition: ...
+
+
+@overload
+def define_chat(
+    *,
+    id: str,
+    chat: ChatConfig,
+    revision: int = 1,
+    conversation: ConversationDefinition | None = None,
+    components: Any = None,
+    choice_submission: ChoiceSubmission | None = None,
+) -> ChatDefinition: ...
+
+
+def define_chat(definition: ChatDefinition | None = None, /, **fields: Any) -> ChatDefinition:
+    """Declare a chat: a :class:`ChatDefinition` from its fields, or ``definition`` unchanged.
+
+    Nothing is validated here; a session checks the definition when it is created (so an
+    invalid definition is reported by :func:`create_chat_session`).
+
+    Raises:
+        TypeError: both a definition and fields are given, or neither.
 
     Example:
-        >>> from agentskit_chat.runtime import ChatConfig
-        >>> definition = define_chat(ChatDefinition(id="support", chat=config))  # doctest: +SKIP
+        >>> definition = define_chat(id="support", chat=config)  # doctest: +SKIP
+        >>> define_chat(definition) is definition  # doctest: +SKIP
+        True
     """
-    return definition
+    if definition is not None:
+        if fields:
+            raise TypeError("pass a ChatDefinition or its fields, not both")
+        return definition
+    if not fields:
+        raise TypeError("define_chat() needs a ChatDefinition or its fields")
+    return ChatDefinition(**fields)
