@@ -40,6 +40,7 @@ bench: install
 	$(VENV)/bin/python bench/answers.py
 	$(VENV)/bin/python bench/ask.py
 	$(VENV)/bin/python bench/ask_quality.py
+	$(VENV)/bin/python bench/chat.py
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .mypy_cache .ruff_cache .pytest_cache
