@@ -146,8 +146,8 @@ def ids() -> Callable[[], str]:
 
 
 def controller_for(agent: Agent[Any, Any], **options: Any) -> ChatController:
-    adapter = from_pydantic_ai(agent)
-    return ChatController(ChatConfig(adapter=adapter, id_factory=ids(), clock=lambda: T0, **options))
+    config = ChatConfig(adapter=from_pydantic_ai(agent), id_factory=ids(), clock=lambda: T0)
+    return ChatController(config.with_changes(**options))
 
 
 def contents_seen(controller: ChatController) -> list[str]:
@@ -174,7 +174,7 @@ def contents_seen(controller: ChatController) -> list[str]:
         pytest.param(lambda m: create_agent(m, name="builder"), False, id="builder"),
         pytest.param(lambda m: create_agent(m, name="analyst", environ=OFF), False, id="off"),
         pytest.param(lambda m: create_agent(m, name="analyst", output_type=int), False, id="int"),
-        pytest.param(lambda m: Agent(m), False, id="plain-agent"),
+        pytest.param(Agent, False, id="plain-agent"),
     ],
 )
 def test_the_adapter_holds_text_only_for_agents_that_offer_answer_commit(
@@ -202,9 +202,7 @@ async def test_preamble_text_then_commit_delivers_exactly_the_rendered_answer_on
     assert texts(chunks) == [RENDERED]
     assert [chunk.type for chunk in chunks] == ["tool_call", "tool_result", "text", "usage", "done"]
     # Tool calls still stream; the commit itself is the answer, not a tool call on the message.
-    assert all(
-        chunk.tool_call.name == "lookup" for chunk in chunks if chunk.tool_call is not None
-    )
+    assert all(chunk.tool_call.name == "lookup" for chunk in chunks if chunk.tool_call is not None)
     answer = next(chunk for chunk in chunks if chunk.type == "text")
     assert answer.metadata == {
         ANSWER_COMMIT_METADATA_KEY: {"shape": "fields", "answer_only": False, "readings": []}
@@ -233,7 +231,7 @@ async def test_through_the_controller_the_message_is_the_rendered_answer_and_not
     # Never "Looking." or "Done:", not even for a moment: the answer arrived whole, once.
     assert [content for content in seen if content] == [rendered]
     assert (message.metadata or {})[ANSWER_COMMIT_METADATA_KEY]["shape"] == "rows"
-    (saved_user, saved) = await memory.load()
+    (_, saved) = await memory.load()
     assert saved.to_wire() == message.to_wire()
 
 
@@ -291,7 +289,7 @@ async def test_the_readings_ledger_goes_to_metadata_and_is_never_rendered() -> N
     [
         pytest.param(lambda m: create_agent(m, name="builder"), id="builder"),
         pytest.param(lambda m: create_agent(m, name="analyst", environ=OFF), id="analyst-off"),
-        pytest.param(lambda m: Agent(m), id="plain-agent"),
+        pytest.param(Agent, id="plain-agent"),
     ],
 )
 async def test_other_agents_still_stream_text_live_in_several_chunks(

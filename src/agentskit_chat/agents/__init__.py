@@ -21,6 +21,7 @@ from ._answer_commit import (
     mask_answer_commits,
 )
 from ._pydantic_ai import (
+    ANSWER_COMMIT_METADATA_KEY,
     RUN_FAILED_MESSAGE,
     PydanticAIChatAdapter,
     PydanticAISource,
@@ -31,6 +32,7 @@ __all__ = [
     "ANALYST_AGENT_NAME",
     "ANSWER_COMMIT_ENV",
     "ANSWER_COMMIT_INSTRUCTIONS",
+    "ANSWER_COMMIT_METADATA_KEY",
     "ANSWER_PROSE_INSTRUCTIONS",
     "RUN_FAILED_MESSAGE",
     "PydanticAIChatAdapter",

@@ -259,6 +259,11 @@ def from_pydantic_ai(
     adds it at run time; any other agent must declare ``output_type=[..., DeferredToolRequests]``
     itself. A structured final output is shown as compact JSON text.
 
+    An agent that offers ``answer_commit`` (an analyst from
+    :func:`~agentskit_chat.agents.create_agent`) has its text held until the run ends: a run
+    that commits sends exactly the rendered answer, once, with the commit's metadata at
+    ``metadata["answer_commit"]``; any other run sends the text it held.
+
     Args:
         agent: Any ``pydantic_ai`` agent (``Agent`` or a wrapper).
         deps: The dependencies passed to every run.
