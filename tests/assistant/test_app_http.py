@@ -8,6 +8,8 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agentskit_chat.ask import InMemoryRateLimiter
 from agentskit_chat.assistant import NO_GROUNDED_SOURCES, DocsAssistant, create_docs_assistant
@@ -243,3 +245,23 @@ async def test_closed_assistant_answers_unavailable(docs: Path) -> None:
     assert health.status_code == 503
     assert asked.status_code == answer.status_code == 500
     assert asked.json()["error"]["code"] == "ASK_INTERNAL"
+
+
+async def test_answer_endpoint_with_the_analyst_agent_returns_the_rendered_commit(
+    docs: Path,
+) -> None:
+    payload = {"fields": [{"label": "Option", "value": "cache_size [1]"}], "basis": "Guide [1]."}
+
+    def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[ToolCallPart("answer_commit", payload)])
+
+    model = FunctionModel(reply, model_name="analyst-model")
+    assistant = create_docs_assistant(docs, model=model, agent="analyst", now=clock)
+    async with serve(assistant.asgi_app) as url, httpx.AsyncClient(base_url=url) as client:
+        response = await client.post("/api/answer", json={"question": BACKEND_QUESTION})
+    assert response.status_code == 200
+    assert decode_answer_response(response.content).ok
+    body = response.json()
+    assert body["answer"]["markdown"] == "Guide [1].\n\n**Answer:** Option: cache_size [1]"
+    assert body["answer"]["citations"][0]["href"] == "/docs/guide#configuring-the-cache"
+    assert body["provenance"]["model"] == "analyst-model"

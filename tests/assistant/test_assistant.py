@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
-import types
+import typing
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agentskit_chat import assistant as assistant_package
 from agentskit_chat.ask import GenerationRequest, InMemoryRateLimiter, SessionKey, TextDelta
@@ -33,6 +35,7 @@ from ._support import DOC_SENTENCES, clock, write_docs
 pytestmark = pytest.mark.anyio
 
 PUBLIC_NAMES = [
+    "AGENT_ENV",
     "ASSISTANT_ID",
     "CORPUS_ID",
     "MODEL_ENV",
@@ -40,6 +43,7 @@ PUBLIC_NAMES = [
     "PROVIDER",
     "AnswerOutcome",
     "Caller",
+    "DocsAgent",
     "DocsAssistant",
     "Relevance",
     "RelevanceRule",
@@ -86,7 +90,7 @@ def test_public_names_are_pinned_and_documented() -> None:
     assert assistant_package.__all__ == PUBLIC_NAMES
     for name in PUBLIC_NAMES:
         value = getattr(assistant_package, name)
-        if callable(value) and not isinstance(value, types.UnionType):
+        if callable(value) and typing.get_origin(value) is None:  # type aliases have no doc
             assert value.__doc__, name
 
 
@@ -314,3 +318,96 @@ async def test_missing_docs_folder_fails_on_open(tmp_path: Path) -> None:
     with pytest.raises(BuildError):
         async with create_docs_assistant(tmp_path / "nowhere", now=clock):
             pass
+
+
+# --- the analyst agent (answer_commit) -----------------------------------------------------------
+
+
+def _analyst_model(payload: dict[str, object]) -> FunctionModel:
+    def reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        assert [tool.name for tool in info.output_tools] == ["answer_commit"]
+        return ModelResponse(parts=[ToolCallPart("answer_commit", payload)])
+
+    return FunctionModel(reply, model_name="analyst-model")
+
+
+_ANALYST_PAYLOAD: dict[str, object] = {
+    "fields": [{"label": "Option", "value": "cache_size [1]"}],
+    "basis": "The cache section of the setup guide [1][9].",
+}
+_ANALYST_TEXT = "The cache section of the setup guide [1].\n\n**Answer:** Option: cache_size [1]"
+
+
+async def test_the_analyst_agent_answers_with_the_rendered_commit(
+    docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AGENTSKIT_AGENT", raising=False)
+    model = _analyst_model(_ANALYST_PAYLOAD)
+    async with create_docs_assistant(docs, model=model, agent="analyst", now=clock) as assistant:
+        envelope = await assistant.ask("How do I set the cache size?")
+    assert isinstance(envelope, ExactAnswer)
+    assert envelope.answer.markdown == _ANALYST_TEXT
+    assert envelope.answer.citations[0].href == "/docs/guide#configuring-the-cache"
+    assert isinstance(envelope.provenance, BackendProvenance)
+    assert envelope.provenance.model == "analyst-model"
+
+
+async def test_the_analyst_agent_can_come_from_the_environment(
+    docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTSKIT_AGENT", "Analyst")
+    model = _analyst_model(_ANALYST_PAYLOAD)
+    async with create_docs_assistant(docs, model=model, now=clock) as assistant:
+        envelope = await assistant.ask("How do I set the cache size?")
+    assert isinstance(envelope, ExactAnswer)
+    assert envelope.answer.markdown == _ANALYST_TEXT
+
+
+@pytest.mark.parametrize("source", ["argument", "environment"])
+async def test_the_analyst_agent_without_a_model_is_a_configuration_error(
+    docs: Path, monkeypatch: pytest.MonkeyPatch, source: str
+) -> None:
+    monkeypatch.delenv("AGENTSKIT_MODEL", raising=False)
+    if source == "environment":
+        monkeypatch.setenv("AGENTSKIT_AGENT", "analyst")
+        assistant = create_docs_assistant(docs, now=clock)
+    else:
+        monkeypatch.delenv("AGENTSKIT_AGENT", raising=False)
+        assistant = create_docs_assistant(docs, agent="analyst", now=clock)
+    with pytest.raises(ConfigurationError, match="The analyst agent needs a model"):
+        await assistant.open()
+    assert not assistant.is_open
+
+
+async def test_the_writer_agent_keeps_the_extractive_path_without_a_model(
+    docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AGENTSKIT_MODEL", raising=False)
+    monkeypatch.setenv("AGENTSKIT_AGENT", "writer")
+    async with create_docs_assistant(docs, now=clock) as assistant:
+        envelope = await assistant.ask("How do I set the cache size?")
+    assert isinstance(envelope, ExactAnswer)
+    assert envelope.provenance == BackendProvenance(
+        source="backend", provider="agentskit-chat", model="extractive"
+    )
+
+
+async def test_an_unknown_agent_in_the_environment_is_refused(
+    docs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTSKIT_AGENT", "poet")
+    with pytest.raises(ConfigurationError, match="AGENTSKIT_AGENT"):
+        await create_docs_assistant(docs, model="test", now=clock).open()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"agent": "poet"},
+        {"agent": "analyst", "generator": ScriptedGenerator("x")},
+        {"agent": "writer", "generator": ScriptedGenerator("x")},
+    ],
+)
+def test_invalid_agent_options_are_refused(docs: Path, options: dict[str, object]) -> None:
+    with pytest.raises(ConfigurationError):
+        create_docs_assistant(docs, **options)  # type: ignore[arg-type]

@@ -10,12 +10,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from typer.testing import CliRunner, Result
 
-from agentskit_chat.assistant import NO_GROUNDED_SOURCES
+from agentskit_chat import assistant as assistant_package
+from agentskit_chat.assistant import NO_GROUNDED_SOURCES, AnswerOutcome
+from agentskit_chat.cli import _ask as ask_module
 from agentskit_chat.cli import app
 from agentskit_chat.protocol import decode_answer_response
 from tests.assistant._support import write_docs
@@ -156,3 +159,66 @@ def test_serve_prints_its_url_and_answers_over_http(docs: Path) -> None:
     stderr = process.stderr.read() if process.stderr else ""
     assert process.returncode in (0, 130, -signal.SIGINT), stderr
     assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "agent", "code", "expected"),
+    [
+        ((), {}, None, 0, "cache_size"),
+        (("--agent", "writer"), {}, "writer", 0, "cache_size"),
+        (("--agent", "analyst"), {}, "analyst", 1, "error: The analyst agent needs a model"),
+        ((), {"AGENTSKIT_AGENT": "analyst"}, None, 1, "error: The analyst agent needs a model"),
+        ((), {"AGENTSKIT_AGENT": "poet"}, None, 1, "error: AGENTSKIT_AGENT must be"),
+    ],
+)
+def test_ask_agent_option_reaches_the_assistant(
+    docs: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    args: tuple[str, ...],
+    env: dict[str, str],
+    agent: str | None,
+    code: int,
+    expected: str,
+) -> None:
+    seen: list[dict[str, object]] = []
+    real = assistant_package.ask_docs
+
+    def spy(question: str, docs_dir: Path, **options: Any) -> AnswerOutcome:
+        seen.append(options)
+        return real(question, docs_dir, **options)
+
+    monkeypatch.setattr(ask_module, "ask_docs", spy)
+    result = invoke(
+        "ask",
+        "How do I set the cache size?",
+        "--docs",
+        docs,
+        *args,
+        env={"AGENTSKIT_MODEL": None, "AGENTSKIT_AGENT": None, **env},
+    )
+    assert result.exit_code == code, result.output
+    assert expected in (result.stdout if code == 0 else result.stderr)
+    assert [options["agent"] for options in seen] == [agent]
+
+
+def test_ask_refuses_an_unknown_agent(docs: Path) -> None:
+    result = invoke("ask", "Setup guide", "--docs", docs, "--agent", "poet")
+    assert result.exit_code == 2
+    assert "--agent" in result.stderr
+
+
+def test_serve_with_the_analyst_agent_and_no_model_reports_it_in_one_line(docs: Path) -> None:
+    result = invoke(
+        "serve",
+        docs,
+        "--port",
+        "0",
+        "--agent",
+        "analyst",
+        env={"AGENTSKIT_MODEL": None, "AGENTSKIT_API_KEY": None},
+    )
+    assert result.exit_code == 1
+    assert "error: The analyst agent needs a model" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "Serving" not in result.stdout

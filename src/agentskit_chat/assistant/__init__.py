@@ -9,8 +9,10 @@ relevance rule (:class:`RelevanceRule`) that refuses to answer from weakly relat
 from __future__ import annotations
 
 from ._assistant import (
+    AGENT_ENV,
     MODEL_ENV,
     AnswerOutcome,
+    DocsAgent,
     DocsAssistant,
     ask_docs,
     create_docs_assistant,
@@ -25,6 +27,7 @@ from ._relevance import (
 )
 
 __all__ = [
+    "AGENT_ENV",
     "ASSISTANT_ID",
     "CORPUS_ID",
     "MODEL_ENV",
@@ -32,6 +35,7 @@ __all__ = [
     "PROVIDER",
     "AnswerOutcome",
     "Caller",
+    "DocsAgent",
     "DocsAssistant",
     "Relevance",
     "RelevanceRule",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
 import anyio
 import anyio.to_thread
@@ -34,7 +34,7 @@ from agentskit_chat.ask import (
     RateLimiter,
 )
 from agentskit_chat.errors import ConfigurationError
-from agentskit_chat.generation import ExtractiveGenerator, PydanticAIGenerator
+from agentskit_chat.generation import AnalystGenerator, ExtractiveGenerator, PydanticAIGenerator
 from agentskit_chat.protocol import (
     BackendMetric,
     BackendSiteConfig,
@@ -62,13 +62,37 @@ from ._backend import (
 from ._relevance import RelevanceRule, RelevantRetriever, TermWeights
 
 if TYPE_CHECKING:
+    from pydantic_ai.models import Model
     from starlette.applications import Starlette
 
-__all__ = ["MODEL_ENV", "AnswerOutcome", "DocsAssistant", "ask_docs", "create_docs_assistant"]
+__all__ = [
+    "AGENT_ENV",
+    "MODEL_ENV",
+    "AnswerOutcome",
+    "DocsAgent",
+    "DocsAssistant",
+    "ask_docs",
+    "create_docs_assistant",
+]
 
 #: The environment variable naming a pydantic-ai model when neither ``model`` nor ``generator``
 #: is given.
 MODEL_ENV: Final = "AGENTSKIT_MODEL"
+
+#: The environment variable choosing the agent (``writer`` or ``analyst``) when neither
+#: ``agent`` nor ``generator`` is given.
+AGENT_ENV: Final = "AGENTSKIT_AGENT"
+
+#: Who writes grounded answers when a model is configured: ``writer`` streams the model's
+#: prose (:class:`~agentskit_chat.generation.PydanticAIGenerator`); ``analyst`` runs an analyst
+#: agent whose answer is rendered by ``answer_commit``
+#: (:class:`~agentskit_chat.generation.AnalystGenerator`).
+DocsAgent = Literal["writer", "analyst"]
+
+_AGENTS: Final[tuple[str, ...]] = get_args(DocsAgent)
+_NEEDS_MODEL: Final = (
+    "The analyst agent needs a model: pass model= (--model) or set AGENTSKIT_MODEL."
+)
 
 #: What :meth:`DocsAssistant.ask` returns.
 AnswerOutcome = ExactAnswer | ChoicesAnswer | EscalationAnswer
@@ -104,7 +128,8 @@ class DocsAssistant:
         site_id: str,
         index_path: str | Path | None,
         generator: Generator | None,
-        model: str | None,
+        model: str | Model | None,
+        agent: DocsAgent | None,
         session_store: AskSessionStore | None,
         now: Callable[[], datetime] | None,
         api_key: str | None,
@@ -117,6 +142,10 @@ class DocsAssistant:
             raise ConfigurationError("site_id must be a safe identifier")
         if generator is not None and model is not None:
             raise ConfigurationError("Pass either a generator or a model, not both.")
+        if agent is not None and agent not in _AGENTS:
+            raise ConfigurationError("agent must be 'writer' or 'analyst'.")
+        if generator is not None and agent is not None:
+            raise ConfigurationError("Pass either a generator or an agent, not both.")
         if api_key is not None and (not api_key.strip() or any(c.isspace() for c in api_key)):
             raise ConfigurationError("The API key must be a non-empty token without spaces.")
         if type(max_sources) is not int or not 1 <= max_sources <= _MAX_SOURCES:
@@ -126,6 +155,7 @@ class DocsAssistant:
         self._index_path = None if index_path is None else Path(index_path)
         self._generator = generator
         self._model = model
+        self._agent = agent
         self._store = session_store
         self._now = now
         self.api_key = api_key
@@ -164,7 +194,8 @@ class DocsAssistant:
 
         Raises:
             BuildError: the docs folder is missing, holds no Markdown, or a file is unreadable.
-            ConfigurationError: the model cannot be configured.
+            ConfigurationError: the model cannot be configured, or the analyst agent was
+                chosen without a model.
             ImportError: a model was asked for and the ``llm`` extra is missing.
             RetrievalError: the index file cannot be opened or written.
         """
@@ -205,9 +236,19 @@ class DocsAssistant:
         model = self._model
         if model is None:
             model = os.environ.get(MODEL_ENV, "").strip() or None
+        agent = self._agent
+        if agent is None:
+            chosen = os.environ.get(AGENT_ENV, "").strip().lower() or "writer"
+            if chosen not in _AGENTS:
+                raise ConfigurationError(f"{AGENT_ENV} must be 'writer' or 'analyst'.")
+            agent = "analyst" if chosen == "analyst" else "writer"
         if model is None:
+            if agent == "analyst":
+                raise ConfigurationError(_NEEDS_MODEL)
             return ExtractiveGenerator()
         # Builds the model (and imports pydantic-ai) only now, when a model is asked for.
+        if agent == "analyst":
+            return AnalystGenerator(model)
         return PydanticAIGenerator(model)
 
     def _build_artifact(self) -> ArtifactBuild:
@@ -367,7 +408,8 @@ def create_docs_assistant(
     site_id: str = "docs",
     index_path: str | Path | None = None,
     generator: Generator | None = None,
-    model: str | None = None,
+    model: str | Model | None = None,
+    agent: DocsAgent | None = None,
     session_store: AskSessionStore | None = None,
     now: Callable[[], datetime] | None = None,
     api_key: str | None = None,
@@ -389,10 +431,15 @@ def create_docs_assistant(
             default the index lives in memory.
         generator: What writes grounded answers; by default the model-free
             :class:`~agentskit_chat.generation.ExtractiveGenerator`.
-        model: A pydantic-ai model string (``openai:gpt-4.1-mini``, ...), built into a
-            ``PydanticAIGenerator`` when the assistant opens (``llm`` extra). When neither
+        model: A pydantic-ai model string (``openai:gpt-4.1-mini``, ...) or model object,
+            built into a generator when the assistant opens (``llm`` extra). When neither
             ``model`` nor ``generator`` is given, the ``AGENTSKIT_MODEL`` environment
             variable is used if set.
+        agent: Which generator a model gets (:data:`DocsAgent`): ``writer`` (a
+            ``PydanticAIGenerator``, streaming the model's prose) or ``analyst`` (an
+            ``AnalystGenerator``, whose answer ``answer_commit`` renders). By default the
+            ``AGENTSKIT_AGENT`` environment variable, else ``writer``. Without a model the
+            writer is the model-free extractive generator; the analyst needs a model.
         session_store: Keeps Ask conversations (the site then requires persistence); by
             default nothing is stored. The store is borrowed: the assistant never closes it.
         now: The clock of the artifact (when ``SOURCE_DATE_EPOCH`` is unset) and resolver.
@@ -405,8 +452,10 @@ def create_docs_assistant(
         max_sources: How many sources an answer may cite (1..8).
 
     Raises:
-        ConfigurationError: an invalid ``site_id``, ``api_key`` or ``max_sources``, or both
-            ``generator`` and ``model``.
+        ConfigurationError: an invalid ``site_id``, ``api_key``, ``agent`` or
+            ``max_sources``, or ``generator`` with ``model`` or ``agent``. Opening raises it
+            too when the analyst is chosen without a model, or ``AGENTSKIT_AGENT`` names no
+            agent.
 
     Example::
 
@@ -420,6 +469,7 @@ def create_docs_assistant(
         index_path=index_path,
         generator=generator,
         model=model,
+        agent=agent,
         session_store=session_store,
         now=now,
         api_key=api_key,

@@ -9,7 +9,7 @@ way (a blank question).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Literal, NoReturn
 
 import typer
 
@@ -63,10 +63,19 @@ def ask_command(
             "AGENTSKIT_MODEL, else the model-free extractive generator.",
         ),
     ] = None,
+    agent: Annotated[
+        Literal["writer", "analyst"] | None,
+        typer.Option(
+            "--agent",
+            help="Who answers with the model: 'writer' (streamed prose) or 'analyst' (an "
+            "answer rendered by answer_commit; needs a model); default: AGENTSKIT_AGENT, "
+            "else writer.",
+        ),
+    ] = None,
 ) -> None:
     """Answer a question about a folder of Markdown: exactly, grounded, or not at all."""
     try:
-        envelope = ask_docs(question, docs, model=model)
+        envelope = ask_docs(question, docs, model=model, agent=agent)
     except AskServiceError as error:
         _fail(error.message, 2 if error.code == "ASK_INVALID_REQUEST" else 1)
     except (BuildError, ConfigurationError, RetrievalError, ImportError) as error:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, Literal, NoReturn
 
 import typer
 
@@ -93,6 +93,15 @@ def serve_command(
             "extractive generator.",
         ),
     ] = None,
+    agent: Annotated[
+        Literal["writer", "analyst"] | None,
+        typer.Option(
+            "--agent",
+            help="Who answers with the model: 'writer' (streamed prose) or 'analyst' (an "
+            "answer rendered by answer_commit; needs a model); default: AGENTSKIT_AGENT, "
+            "else writer.",
+        ),
+    ] = None,
     index: Annotated[
         Path | None,
         typer.Option("--index", help="Keep the search index in this SQLite file."),
@@ -116,7 +125,7 @@ def serve_command(
         import uvicorn  # noqa: PLC0415 - the server extra is optional
 
         assistant = create_docs_assistant(
-            docs_dir, index_path=index, model=model, api_key=api_key or None
+            docs_dir, index_path=index, model=model, agent=agent, api_key=api_key or None
         )
         app = assistant.asgi_app
     except ConfigurationError as error:
