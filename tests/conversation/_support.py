@@ -23,6 +23,7 @@ from agentskit_chat.runtime import (
     AdapterContext,
     AdapterRequest,
     ChatConfig,
+    ChatMemory,
     ChatMessage,
     ChatSource,
     StreamChunk,
@@ -155,6 +156,22 @@ def respond(text: str) -> Callable[[str, RouteContext], str]:
     return response
 
 
+def command(name: str, reply: str) -> Route:
+    """``/<name>`` answered with ``reply``; the route's id and event are both ``name``."""
+    return command_route(command=f"/{name}", id=name, event=name, response=respond(reply))
+
+
+def name_route(*, event: str, state: str, greeting: str) -> Route:
+    """``/name <name>`` in ``state``, answered "<greeting>, <name>."."""
+    return Route(
+        id="name",
+        event=event,
+        states=(state,),
+        match=lambda text: text.startswith("/name "),
+        response=lambda text, _context: f"{greeting}, {text.removeprefix('/name ')}.",
+    )
+
+
 @dataclass
 class Traces:
     """An ``on_trace`` observer that keeps what it is told."""
@@ -190,6 +207,7 @@ def definition(
     on_trace: Any = None,
     revision: int = 1,
     id: str = "support",
+    memory: ChatMemory | None = None,
 ) -> ChatDefinition:
     conversation = None
     if states is not None:
@@ -200,7 +218,10 @@ def definition(
             on_trace=on_trace if on_trace is not None else traces,
         )
     return ChatDefinition(
-        id=id, chat=ChatConfig(adapter=model), revision=revision, conversation=conversation
+        id=id,
+        chat=ChatConfig(adapter=model, memory=memory),
+        revision=revision,
+        conversation=conversation,
     )
 
 
@@ -216,19 +237,8 @@ def onboarding(model: Any, traces: Traces | None = None, revision: int = 1) -> C
             "complete": ConversationStateDefinition(on={}, actions=("restart",)),
         },
         routes=(
-            command_route(
-                command="/start",
-                id="start",
-                event="start",
-                response=respond("What is your name?"),
-            ),
-            Route(
-                id="name",
-                event="finish",
-                states=("collecting",),
-                match=lambda text: text.startswith("/name "),
-                response=lambda text, _context: f"Welcome, {text.removeprefix('/name ')}.",
-            ),
+            command("start", "What is your name?"),
+            name_route(event="finish", state="collecting", greeting="Welcome"),
         ),
         traces=traces,
         revision=revision,

@@ -9,16 +9,12 @@ import pytest
 from agentskit_chat.answers import create_deterministic_answer_adapter
 from agentskit_chat.conversation import (
     ChatDefinition,
-    ConversationDefinition,
-    ConversationStateDefinition,
-    Route,
-    command_route,
     create_chat_session,
     get_lifecycle_targets,
     resume_chat_session,
 )
 from agentskit_chat.protocol import decode_assistant_content
-from agentskit_chat.runtime import ChatConfig, ChatController, InMemoryChatMemory
+from agentskit_chat.runtime import ChatController, InMemoryChatMemory
 from agentskit_chat.storage import SQLiteSessionStorage
 from tests._loop import no_blocking
 from tests.answers._support import artifact, entry
@@ -29,8 +25,9 @@ from ._support import (
     ModelAdapter,
     SessionAwareModel,
     Traces,
+    command,
     definition,
-    respond,
+    name_route,
     state_of,
     states,
 )
@@ -51,9 +48,7 @@ def started(model: ModelAdapter) -> ChatDefinition:
     return definition(
         model,
         states=states(idle={"start": "complete"}, complete={}),
-        routes=(
-            command_route(command="/start", id="start", event="start", response=respond("Started")),
-        ),
+        routes=(command("start", "Started"),),
     )
 
 
@@ -90,45 +85,24 @@ async def test_editing_the_command_through_a_controller_asks_the_model_and_reset
 
 def onboarding(model: ModelAdapter, memory: InMemoryChatMemory, traces: Traces) -> ChatDefinition:
     """welcome → collecting → review, with a way back from review."""
-    conversation = ConversationDefinition(
+    return definition(
+        model,
         initial="welcome",
-        states={
-            "welcome": ConversationStateDefinition(on={"start": "collecting"}, actions=("begin",)),
-            "collecting": ConversationStateDefinition(
-                on={"name": "collecting", "review": "review"}, actions=("cancel",)
-            ),
-            "review": ConversationStateDefinition(
-                on={"change": "collecting"}, actions=("confirm",)
-            ),
-        },
-        routes=(
-            command_route(
-                command="/start",
-                id="start",
-                event="start",
-                response=respond("Welcome! Send /name and your name."),
-            ),
-            Route(
-                id="name",
-                event="name",
-                states=("collecting",),
-                match=lambda text: text.startswith("/name "),
-                response=lambda text, _context: f"Thanks, {text.removeprefix('/name ')}.",
-            ),
-            command_route(
-                command="/review", id="review", event="review", response=respond("Please review.")
-            ),
-            command_route(
-                command="/change", id="change", event="change", response=respond("What changes?")
-            ),
+        states=states(
+            welcome=({"start": "collecting"}, ("begin",)),
+            collecting=({"name": "collecting", "review": "review"}, ("cancel",)),
+            review=({"change": "collecting"}, ("confirm",)),
         ),
-        on_trace=traces,
-    )
-    return ChatDefinition(
-        id="onboarding",
-        chat=ChatConfig(adapter=model, memory=memory),
+        routes=(
+            command("start", "Welcome! Send /name and your name."),
+            name_route(event="name", state="collecting", greeting="Thanks"),
+            command("review", "Please review."),
+            command("change", "What changes?"),
+        ),
+        traces=traces,
         revision=3,
-        conversation=conversation,
+        id="onboarding",
+        memory=memory,
     )
 
 
@@ -223,9 +197,7 @@ async def test_the_deterministic_answer_adapter_works_unchanged_behind_routes() 
     declared = definition(
         answers,
         states=states(idle={"start": "started"}, started={}),
-        routes=(
-            command_route(command="/start", id="start", event="start", response=respond("Hi!")),
-        ),
+        routes=(command("start", "Hi!"),),
     )
     session = create_chat_session(declared, session_id="visitor-2")
     controller = ChatController(session.chat)

@@ -14,6 +14,7 @@ from agentskit_chat.runtime import (
     AdapterCapabilities,
     AdapterRequest,
     ChatConfig,
+    ChatController,
     ChatMessage,
     StreamChunk,
 )
@@ -164,6 +165,14 @@ def config(adapter: ScriptedAdapter, **changes: object) -> ChatConfig:
     """A config over ``adapter`` with counter ids and a ticking clock."""
     base = ChatConfig(adapter=adapter, id_factory=counter_ids(), clock=ticking_clock())
     return base.with_changes(**changes)
+
+
+def controller_for(
+    *scripts: Sequence[Step], **changes: object
+) -> tuple[ChatController, ScriptedAdapter]:
+    """A controller over a :class:`ScriptedAdapter` playing ``scripts``, one per run."""
+    adapter = ScriptedAdapter(scripts=list(scripts))
+    return ChatController(config(adapter, **changes)), adapter
 
 
 def message(id: str, role: str, content: str = "x", **extra: object) -> ChatMessage:

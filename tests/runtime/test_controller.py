@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import anyio
 import pytest
 
@@ -27,6 +25,7 @@ from ._controller_fakes import (
     ScriptedAdapter,
     Step,
     config,
+    controller_for,
     message,
     reply,
     text,
@@ -38,13 +37,6 @@ from ._controller_fakes import (
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def controller_for(
-    *scripts: Sequence[Step], **changes: object
-) -> tuple[ChatController, ScriptedAdapter]:
-    adapter = ScriptedAdapter(scripts=list(scripts))
-    return ChatController(config(adapter, **changes)), adapter
 
 
 # --- state and subscribe -------------------------------------------------------------------------

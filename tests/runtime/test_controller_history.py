@@ -9,7 +9,6 @@ import pytest
 
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.runtime import (
-    ChatController,
     ChatMessage,
     InMemoryChatMemory,
 )
@@ -18,9 +17,7 @@ from ._controller_fakes import (
     HANG,
     MARKER,
     START,
-    ScriptedAdapter,
-    Step,
-    config,
+    controller_for,
     message,
     reply,
     text,
@@ -32,13 +29,6 @@ from ._controller_fakes import (
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def controller_for(
-    *scripts: Sequence[Step], **changes: object
-) -> tuple[ChatController, ScriptedAdapter]:
-    adapter = ScriptedAdapter(scripts=list(scripts))
-    return ChatController(config(adapter, **changes)), adapter
 
 
 # --- retry, regenerate, edit ---------------------------------------------------------------------

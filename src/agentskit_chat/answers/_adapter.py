@@ -8,10 +8,11 @@ a safe local message when there is no backend.
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import AsyncIterator, Callable, Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
 
+from agentskit_chat._observers import notify
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import (
     AnswerEnvelope,
@@ -27,9 +28,9 @@ from agentskit_chat.runtime import (
     ChatAdapter,
     ChatMessage,
     ChatSource,
-    StreamChunk,
     create_scoped_source,
 )
+from agentskit_chat.runtime._sources import TextReplySource
 
 from ._backend import ObservedBackendSource
 from ._choices import ChoiceReservation, ChoiceReservationStore, ChoiceUnavailable
@@ -57,48 +58,11 @@ _NO_MESSAGE_ID: Final = "deterministic"
 _BACKEND_KEYS: Final = frozenset({"provider", "model"})
 
 
-def _isolated(observer: DecisionObserver | None) -> Callable[[AnswerEnvelope], None]:
-    def notify(envelope: AnswerEnvelope) -> None:
-        if observer is None:
-            return
-        try:
-            result = observer(envelope)
-            # An observer is never awaited: close a returned coroutine so it does not linger.
-            if inspect.iscoroutine(result):
-                result.close()
-        except Exception:
-            pass
-
-    return notify
-
-
 def _latest_user_input(messages: tuple[ChatMessage, ...]) -> tuple[str, str]:
     for message in reversed(messages):
         if message.role == "user":
             return message.content, message.id
     return "", _NO_MESSAGE_ID
-
-
-class _LocalSource:
-    """Streams one local decision: a text chunk (projected at iteration time), then ``done``."""
-
-    __slots__ = ("_aborted", "_decision", "_project")
-
-    def __init__(self, decision: AnswerEnvelope, project: Callable[[], str]) -> None:
-        self._decision = decision
-        self._project = project
-        self._aborted = False
-
-    def abort(self) -> None:
-        self._aborted = True
-
-    async def stream(self) -> AsyncIterator[StreamChunk]:
-        if self._aborted:
-            return
-        content = self._project()
-        yield StreamChunk("text", content=content, metadata={"answer": self._decision})
-        if not self._aborted:
-            yield StreamChunk("done")
 
 
 class DeterministicAnswerAdapter:
@@ -124,7 +88,7 @@ class DeterministicAnswerAdapter:
         self._fallback_mode = fallback_mode
         self._fallback = fallback
         self._backend = backend
-        self._notify = _isolated(on_decision)
+        self._notify = functools.partial(notify, on_decision)
         self._choices = ChoiceReservationStore()
 
     @property
@@ -176,13 +140,15 @@ class DeterministicAnswerAdapter:
             source, escalated=decision, provenance=self._backend, notify=self._notify
         )
 
-    def _local(self, decision: AnswerEnvelope, message_id: str, session_id: str) -> _LocalSource:
+    def _local(self, decision: AnswerEnvelope, message_id: str, session_id: str) -> TextReplySource:
+        """One local decision: its text, projected at iteration time, then ``done``."""
+
         def remember(frame: ComponentFrame, values: dict[str, str]) -> bool:
             return self._choices.remember(session_id, frame, values)
 
-        return _LocalSource(
-            decision,
+        return TextReplySource(
             lambda: project_decision(decision, message_id=message_id, remember=remember),
+            metadata={"answer": decision},
         )
 
     def resolve_choice_submission(

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Final, Literal, Protocol
 
+from agentskit_chat._observers import notify
 from agentskit_chat.protocol import (
     BACKEND_METRIC_PROTOCOL,
     BACKEND_METRIC_UNIT_BY_NAME,
@@ -134,11 +135,8 @@ class RequestMetrics:
             )
         except Exception:
             return
-        try:
-            self._sink(metric)
-        except Exception:
-            # Isolated by contract: an observer never changes what the client sees.
-            return
+        # Isolated by contract: an observer never changes what the client sees.
+        notify(self._sink, metric)
 
     def succeed(self) -> None:
         """Record ``request.total_ms`` with outcome ``ok`` and close the request's metrics."""

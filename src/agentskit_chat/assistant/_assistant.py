@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 import anyio
 import anyio.to_thread
 
+from agentskit_chat._observers import notify
 from agentskit_chat.answers import (
     ArtifactBuild,
     DeterministicAnswerResolver,
@@ -344,13 +345,7 @@ class DocsAssistant:
 
     def _emit_metric(self, metric: BackendMetric) -> None:
         for sink in tuple(self._metric_sinks):
-            try:
-                result = sink(metric)
-                close = getattr(result, "close", None)
-                if close is not None:  # a coroutine is never awaited
-                    close()
-            except Exception:
-                continue
+            notify(sink, metric)
 
     # --- asking -------------------------------------------------------------------------------
 

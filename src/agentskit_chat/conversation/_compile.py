@@ -8,11 +8,11 @@ be built later.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from agentskit_chat._observers import notify
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol._text import utf16_len
 from agentskit_chat.protocol._types import is_safe_id
@@ -55,15 +55,7 @@ class CompiledConversation:
     def emit(self, trace: ConversationTrace) -> None:
         """Tell the ``on_trace`` observer, isolated: its errors never reach dispatch, and an
         awaitable it returns is closed without being awaited."""
-        observer = self.definition.on_trace
-        if observer is None:
-            return
-        try:
-            result = observer(trace)
-            if inspect.iscoroutine(result):
-                result.close()
-        except Exception:
-            pass
+        notify(self.definition.on_trace, trace)
 
 
 def _check_routes(conversation: ConversationDefinition) -> dict[str, Route]:

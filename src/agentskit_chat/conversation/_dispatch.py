@@ -24,10 +24,11 @@ from agentskit_chat.protocol import ConversationState, Decision
 from agentskit_chat.protocol._text import utf16_len
 from agentskit_chat.protocol._types import is_safe_id
 from agentskit_chat.runtime import AdapterRequest, ChatMessage, ChatSource
+from agentskit_chat.runtime._sources import TextReplySource
 
 from ._compile import CompiledConversation
 from ._definition import ConversationTrace, Route, RouteContext
-from ._sources import DeterministicSource, Flush, RouteErrorSource, SavingSource
+from ._sources import Flush, RouteErrorSource, SavingSource
 
 __all__ = [
     "MAX_DECISIONS",
@@ -136,7 +137,7 @@ class Dispatcher:
 
     def _reply(self, content: str) -> ChatSource:
         self._schedule()
-        return DeterministicSource(content, self._flush)
+        return TextReplySource(content, before=self._flush)
 
     def _select(self, state: str, text: str) -> Route | None:
         statechart = self._compiled.statechart

@@ -12,7 +12,6 @@ store the current state. A later successful save clears it.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -20,6 +19,7 @@ from typing import Final, Literal
 
 import anyio
 
+from agentskit_chat._observers import notify
 from agentskit_chat.errors import ConfigurationError, SessionConflictError
 from agentskit_chat.protocol import (
     SESSION_PROTOCOL,
@@ -238,15 +238,7 @@ class ChatSession:
         self._failure = None
 
     def _report(self, error: Exception) -> None:
-        observer = self._on_persist_error
-        if observer is None:
-            return
-        try:
-            result = observer(error)
-            if inspect.iscoroutine(result):
-                result.close()
-        except Exception:
-            pass
+        notify(self._on_persist_error, error)
 
     async def _flush(self) -> None:
         storage = self._storage

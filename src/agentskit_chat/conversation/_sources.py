@@ -1,5 +1,9 @@
 """The sources a conversation dispatch returns, each saving the session when its turn ends.
 
+A route's reply is a :class:`~agentskit_chat.runtime._sources.TextReplySource` that flushes
+``before`` its text; a failed route streams :class:`RouteErrorSource`; a model turn goes through
+:class:`SavingSource`.
+
 A dispatch changes the conversation synchronously and schedules a save. anyio has no
 fire-and-forget tasks, so the save is *carried by the source*: it runs (shielded from
 cancellation, serialized with every other save of the session) before a route's reply is
@@ -18,7 +22,6 @@ from agentskit_chat.runtime import ChatSource, StreamChunk
 
 __all__ = [
     "ROUTE_FAILED_MESSAGE",
-    "DeterministicSource",
     "RouteErrorSource",
     "SavingSource",
 ]
@@ -29,33 +32,6 @@ _TERMINAL: Final = frozenset({"done", "error"})
 
 #: Saves the session if a dispatch scheduled it; never raises.
 Flush = Callable[[], Awaitable[None]]
-
-
-class DeterministicSource:
-    """Streams a route's reply: one ``text`` chunk, then ``done``.
-
-    Aborted before iteration, it yields nothing; aborted after the text, it yields no ``done``.
-    """
-
-    __slots__ = ("_aborted", "_content", "_flush")
-
-    def __init__(self, content: str, flush: Flush) -> None:
-        self._content = content
-        self._flush = flush
-        self._aborted = False
-
-    def abort(self) -> None:
-        """Stop before the next chunk."""
-        self._aborted = True
-
-    async def stream(self) -> AsyncIterator[StreamChunk]:
-        """``text`` with the reply, then ``done``."""
-        if self._aborted:
-            return
-        await self._flush()
-        yield StreamChunk("text", content=self._content)
-        if not self._aborted:
-            yield StreamChunk("done")
 
 
 class RouteErrorSource:

@@ -8,7 +8,6 @@ the run in flight and waits until it has closed its source.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -16,6 +15,7 @@ from typing import Any, Final
 
 import anyio
 
+from agentskit_chat._observers import notify
 from agentskit_chat.errors import ConfigurationError, ToolError
 from agentskit_chat.protocol import ToolCall
 from agentskit_chat.protocol._types import is_safe_id
@@ -129,9 +129,7 @@ class ChatController:
     def _set(self, state: ChatState) -> None:
         self._state = state
         for listener in tuple(self._listeners):
-            # Observers never steer the chat.
-            with contextlib.suppress(Exception):
-                listener(state)
+            notify(listener, state)  # observers never steer the chat
 
     def _new_id(self) -> str:
         return (self._config.id_factory or default_id)()

@@ -1,11 +1,10 @@
 """An Ask session store in one SQLite table: the embedded default.
 
-The stdlib ``sqlite3`` driver blocks, so every call runs in a worker thread through anyio and
-the event loop never waits on disk. One connection per store, serialized: a ``CapacityLimiter``
-keeps waiting callers in the event loop rather than in threads, and a ``threading.Lock`` guards
-the connection itself. Several stores (or processes) may share one file: the compare-and-set is
-a single conditional statement inside a ``BEGIN IMMEDIATE`` transaction, and a busy file is
-waited on for ``busy_timeout`` seconds before the call fails as retryable.
+The connection is the one every SQLite store shares (``_sqlite_file``): each call runs in a
+worker thread, one at a time, and the event loop never waits on disk. Several stores (or
+processes) may share one file: the compare-and-set is a single conditional statement inside a
+``BEGIN IMMEDIATE`` transaction, and a busy file is waited on for ``busy_timeout`` seconds
+before the call fails as retryable.
 """
 
 from __future__ import annotations
@@ -13,31 +12,16 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-import threading
 import time
-from collections.abc import Callable
-from types import TracebackType
-from typing import TypeVar
-
-import anyio
-import anyio.to_thread
 
 from agentskit_chat.ask import SessionKey
-from agentskit_chat.errors import StorageError
 from agentskit_chat.protocol import AskSessionRecord
 
-from ._codec import (
-    check_save,
-    closed_error,
-    decode_record,
-    failed_error,
-    unavailable_error,
-)
+from ._codec import check_save, decode_record
 from ._keys import check_session_key
+from ._sqlite_file import SQLiteFile, SQLiteFileOwner, immediate_transaction
 
 __all__ = ["DEFAULT_TABLE", "SQLiteAskSessionStore", "check_table_name"]
-
-T = TypeVar("T")
 
 _BACKEND = "SQLite"
 #: The table a store uses unless told otherwise (shared by the SQL backends).
@@ -56,7 +40,7 @@ def check_table_name(table: str) -> str:
     return table
 
 
-class SQLiteAskSessionStore:
+class SQLiteAskSessionStore(SQLiteFileOwner):
     """Revisioned Ask sessions in a SQLite file (WAL mode), or in memory with ``":memory:"``.
 
     The file and table are created on first use. Each row holds the three key parts, the
@@ -85,61 +69,24 @@ class SQLiteAskSessionStore:
         table: str = DEFAULT_TABLE,
         busy_timeout: float = 5.0,
     ) -> None:
-        self._path = os.fspath(path)
         self._table = check_table_name(table)
-        if busy_timeout < 0:
-            raise ValueError("busy_timeout must be >= 0")
-        self._busy_timeout = float(busy_timeout)
-        self._connection: sqlite3.Connection | None = None
-        self._closed = False
-        self._lock = threading.Lock()
-        self._limiter = anyio.CapacityLimiter(1)
+        self._file = SQLiteFile(
+            path,
+            name=f"{_BACKEND} Ask session store",
+            busy_timeout=busy_timeout,
+            schema=(
+                f"CREATE TABLE IF NOT EXISTS {self._table} ("
+                " site_id TEXT NOT NULL,"
+                " subject_id TEXT NOT NULL,"
+                " session_id TEXT NOT NULL,"
+                " revision INTEGER NOT NULL,"
+                " record TEXT NOT NULL,"
+                " updated_at REAL NOT NULL,"
+                " PRIMARY KEY (site_id, subject_id, session_id))",
+            ),
+        )
 
     # --- the worker-thread side -------------------------------------------------------------
-
-    def _connect(self) -> sqlite3.Connection:
-        if self._closed:
-            closed_error(_BACKEND)
-        if self._connection is None:
-            connection = sqlite3.connect(
-                self._path,
-                timeout=self._busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            try:
-                if self._path != ":memory:":
-                    connection.execute("PRAGMA journal_mode=WAL")
-                    # WAL's recommended level: never corrupts; a power cut may drop the last
-                    # few commits, which costs a chat one answer, not a session.
-                    connection.execute("PRAGMA synchronous=NORMAL")
-                connection.execute(
-                    f"CREATE TABLE IF NOT EXISTS {self._table} ("
-                    " site_id TEXT NOT NULL,"
-                    " subject_id TEXT NOT NULL,"
-                    " session_id TEXT NOT NULL,"
-                    " revision INTEGER NOT NULL,"
-                    " record TEXT NOT NULL,"
-                    " updated_at REAL NOT NULL,"
-                    " PRIMARY KEY (site_id, subject_id, session_id))"
-                )
-            except BaseException:
-                connection.close()
-                raise
-            self._connection = connection
-        return self._connection
-
-    def _locked(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        with self._lock:
-            try:
-                return work(self._connect())
-            except StorageError:
-                raise
-            except sqlite3.OperationalError:
-                # Busy or locked files, a full disk, a file that cannot be opened right now.
-                raise unavailable_error(_BACKEND) from None
-            except sqlite3.Error:
-                raise failed_error(_BACKEND) from None
 
     def _load(self, key: SessionKey, connection: sqlite3.Connection) -> tuple[int, str] | None:
         row = connection.execute(
@@ -158,8 +105,7 @@ class SQLiteAskSessionStore:
         connection: sqlite3.Connection,
     ) -> bool:
         parts = (key.site_id, key.subject_id, key.session_id)
-        connection.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate_transaction(connection):
             if expected_revision == 0:
                 cursor = connection.execute(
                     f"INSERT INTO {self._table}"
@@ -173,27 +119,9 @@ class SQLiteAskSessionStore:
                     " WHERE site_id = ? AND subject_id = ? AND session_id = ? AND revision = ?",
                     (revision, text, time.time(), *parts, expected_revision),
                 )
-            saved = cursor.rowcount == 1
-            connection.execute("COMMIT")
-        except BaseException:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
-            raise
-        return saved
-
-    def _close(self) -> None:
-        with self._lock:
-            self._closed = True
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
+            return cursor.rowcount == 1
 
     # --- the async side ---------------------------------------------------------------------
-
-    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        # Not abandoned on cancellation: the thread finishes its statement (milliseconds) and
-        # the cancellation is delivered right after, so a transaction is never left half done.
-        return await anyio.to_thread.run_sync(self._locked, work, limiter=self._limiter)
 
     async def load(self, key: SessionKey) -> AskSessionRecord | None:
         """The stored record of ``key``, or ``None``.
@@ -203,7 +131,7 @@ class SQLiteAskSessionStore:
                 or cannot be opened (retryable), or the store is closed.
         """
         check_session_key(key)
-        row = await self._run(lambda connection: self._load(key, connection))
+        row = await self._file.run(lambda connection: self._load(key, connection))
         if row is None:
             return None
         return decode_record(_BACKEND, row[1], revision=row[0])
@@ -217,26 +145,6 @@ class SQLiteAskSessionStore:
                 is closed.
         """
         text = check_save(key, record, expected_revision)
-        return await self._run(
+        return await self._file.run(
             lambda connection: self._save(key, record.revision, text, expected_revision, connection)
         )
-
-    def close(self) -> None:
-        """Close the connection (blocking; use :meth:`aclose` from async code). Idempotent."""
-        self._close()
-
-    async def aclose(self) -> None:
-        """Close the connection from a worker thread. Idempotent."""
-        await anyio.to_thread.run_sync(self._close, limiter=self._limiter)
-
-    async def __aenter__(self) -> SQLiteAskSessionStore:
-        await self._run(lambda connection: None)
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

@@ -15,14 +15,10 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import threading
 import time
-from collections.abc import Callable, Sequence
-from types import TracebackType
-from typing import Any, Final, TypeVar
+from collections.abc import Sequence
+from typing import Any, Final
 
-import anyio
-import anyio.to_thread
 import orjson
 
 from agentskit_chat.errors import ProtocolError, StorageError
@@ -31,18 +27,14 @@ from agentskit_chat.protocol._json import js_stringify
 from agentskit_chat.runtime import ChatMessage
 
 from ._sqlite import check_table_name
+from ._sqlite_file import SQLiteFile, SQLiteFileOwner, immediate_transaction
 
 __all__ = ["DEFAULT_MEMORY_TABLE", "SQLiteChatMemory"]
-
-T = TypeVar("T")
 
 #: The table a memory uses unless told otherwise.
 DEFAULT_MEMORY_TABLE: Final = "agentskit_chat_messages"
 
 _INVALID: Final = "The SQLite chat memory holds invalid messages."
-_UNAVAILABLE: Final = "The SQLite chat memory is unavailable."
-_FAILED: Final = "The SQLite chat memory failed."
-_CLOSED: Final = "The SQLite chat memory is closed."
 _TOO_LARGE: Final = "The messages exceed the limits of a memory record."
 
 
@@ -98,7 +90,7 @@ def _decode(rows: Sequence[str]) -> tuple[ChatMessage, ...]:
         raise StorageError(_INVALID, retryable=False) from None
 
 
-class SQLiteChatMemory:
+class SQLiteChatMemory(SQLiteFileOwner):
     """The messages of one conversation in a SQLite file (WAL mode).
 
     Several conversations (and several memories, in one process or many) may share a file:
@@ -132,16 +124,21 @@ class SQLiteChatMemory:
     ) -> None:
         if not isinstance(conversation_id, str) or not conversation_id:
             raise ValueError("conversation_id must be a non-empty string")
-        if busy_timeout < 0:
-            raise ValueError("busy_timeout must be >= 0")
-        self._path = os.fspath(path)
         self._conversation_id = conversation_id
         self._table = check_table_name(table)
-        self._busy_timeout = float(busy_timeout)
-        self._connection: sqlite3.Connection | None = None
-        self._closed = False
-        self._lock = threading.Lock()
-        self._limiter = anyio.CapacityLimiter(1)
+        self._file = SQLiteFile(
+            path,
+            name="SQLite chat memory",
+            busy_timeout=busy_timeout,
+            schema=(
+                f"CREATE TABLE IF NOT EXISTS {self._table} ("
+                " conversation_id TEXT NOT NULL,"
+                " position INTEGER NOT NULL,"
+                " record TEXT NOT NULL,"
+                " updated_at REAL NOT NULL,"
+                " PRIMARY KEY (conversation_id, position))",
+            ),
+        )
 
     @property
     def conversation_id(self) -> str:
@@ -149,43 +146,6 @@ class SQLiteChatMemory:
         return self._conversation_id
 
     # --- the worker-thread side -------------------------------------------------------------
-
-    def _connect(self) -> sqlite3.Connection:
-        if self._closed:
-            raise StorageError(_CLOSED, retryable=False)
-        if self._connection is None:
-            connection = sqlite3.connect(
-                self._path,
-                timeout=self._busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            try:
-                if self._path != ":memory:":
-                    connection.execute("PRAGMA journal_mode=WAL")
-                    connection.execute("PRAGMA synchronous=NORMAL")
-                connection.execute(
-                    f"CREATE TABLE IF NOT EXISTS {self._table} ("
-                    " conversation_id TEXT NOT NULL,"
-                    " position INTEGER NOT NULL,"
-                    " record TEXT NOT NULL,"
-                    " updated_at REAL NOT NULL,"
-                    " PRIMARY KEY (conversation_id, position))"
-                )
-            except BaseException:
-                connection.close()
-                raise
-            self._connection = connection
-        return self._connection
-
-    def _locked(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        with self._lock:
-            try:
-                return work(self._connect())
-            except sqlite3.OperationalError:
-                raise StorageError(_UNAVAILABLE, retryable=True) from None
-            except sqlite3.Error:
-                raise StorageError(_FAILED, retryable=False) from None
 
     def _load(self, connection: sqlite3.Connection) -> tuple[ChatMessage, ...]:
         rows = connection.execute(
@@ -199,8 +159,7 @@ class SQLiteChatMemory:
     def _save(self, messages: Sequence[ChatMessage], connection: sqlite3.Connection) -> None:
         rows = _encode(messages)
         now = time.time()
-        connection.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate_transaction(connection):
             connection.execute(
                 f"DELETE FROM {self._table} WHERE conversation_id = ?", (self._conversation_id,)
             )
@@ -209,23 +168,8 @@ class SQLiteChatMemory:
                 " VALUES (?, ?, ?, ?)",
                 [(self._conversation_id, index, row, now) for index, row in enumerate(rows)],
             )
-            connection.execute("COMMIT")
-        except BaseException:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
-            raise
-
-    def _close(self) -> None:
-        with self._lock:
-            self._closed = True
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
 
     # --- the async side ---------------------------------------------------------------------
-
-    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        return await anyio.to_thread.run_sync(self._locked, work, limiter=self._limiter)
 
     async def load(self) -> Sequence[ChatMessage]:
         """The stored messages, oldest first (empty for a new conversation).
@@ -234,7 +178,7 @@ class SQLiteChatMemory:
             StorageError: the stored rows are not valid message records (not retryable), the
                 database is busy or cannot be opened (retryable), or the memory is closed.
         """
-        return await self._run(self._load)
+        return await self._file.run(self._load)
 
     async def save(self, messages: Sequence[ChatMessage]) -> None:
         """Replace the stored messages with ``messages``, atomically.
@@ -246,24 +190,4 @@ class SQLiteChatMemory:
                 is closed.
         """
         snapshot = tuple(messages)
-        await self._run(lambda connection: self._save(snapshot, connection))
-
-    def close(self) -> None:
-        """Close the connection (blocking; use :meth:`aclose` from async code). Idempotent."""
-        self._close()
-
-    async def aclose(self) -> None:
-        """Close the connection from a worker thread. Idempotent."""
-        await anyio.to_thread.run_sync(self._close, limiter=self._limiter)
-
-    async def __aenter__(self) -> SQLiteChatMemory:
-        await self._run(lambda connection: None)
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
+        await self._file.run(lambda connection: self._save(snapshot, connection))

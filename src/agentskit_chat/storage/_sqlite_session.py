@@ -1,43 +1,30 @@
 """Chat session snapshots in one SQLite table: the embedded :class:`SessionStorage`.
 
-Like the SQLite Ask store: the stdlib driver blocks, so every call runs in a worker thread
-through anyio; one connection per storage, serialized; the compare-and-set is one conditional
-statement inside a ``BEGIN IMMEDIATE`` transaction, so several storages (or processes) can share
-a file.
+Like the SQLite Ask store (and on the same ``_sqlite_file`` connection): every call runs in a
+worker thread through anyio, one at a time; the compare-and-set is one conditional statement
+inside a ``BEGIN IMMEDIATE`` transaction, so several storages (or processes) can share a file.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-import threading
 import time
-from collections.abc import Callable
-from types import TracebackType
-from typing import Final, TypeVar
-
-import anyio
-import anyio.to_thread
+from typing import Final
 
 from agentskit_chat.conversation._storage import check_snapshot_save
-from agentskit_chat.errors import StorageError
 from agentskit_chat.protocol import SessionSnapshot
 
 from ._sqlite import check_table_name
+from ._sqlite_file import SQLiteFile, SQLiteFileOwner, immediate_transaction
 
 __all__ = ["DEFAULT_SESSION_TABLE", "SQLiteSessionStorage"]
-
-T = TypeVar("T")
 
 #: The table a storage uses unless told otherwise.
 DEFAULT_SESSION_TABLE: Final = "agentskit_chat_sessions"
 
 
-def _error(reason: str, *, retryable: bool) -> StorageError:
-    return StorageError(f"The SQLite session storage {reason}.", retryable=retryable)
-
-
-class SQLiteSessionStorage:
+class SQLiteSessionStorage(SQLiteFileOwner):
     """Chat session snapshots in a SQLite file (WAL mode), or in memory with ``":memory:"``.
 
     The file and table are created on first use. Each row holds the session id, the cursor,
@@ -65,55 +52,21 @@ class SQLiteSessionStorage:
         table: str = DEFAULT_SESSION_TABLE,
         busy_timeout: float = 5.0,
     ) -> None:
-        self._path = os.fspath(path)
         self._table = check_table_name(table)
-        if busy_timeout < 0:
-            raise ValueError("busy_timeout must be >= 0")
-        self._busy_timeout = float(busy_timeout)
-        self._connection: sqlite3.Connection | None = None
-        self._closed = False
-        self._lock = threading.Lock()
-        self._limiter = anyio.CapacityLimiter(1)
+        self._file = SQLiteFile(
+            path,
+            name="SQLite session storage",
+            busy_timeout=busy_timeout,
+            schema=(
+                f"CREATE TABLE IF NOT EXISTS {self._table} ("
+                " session_id TEXT PRIMARY KEY NOT NULL,"
+                " cursor INTEGER NOT NULL,"
+                " snapshot TEXT NOT NULL,"
+                " updated_at REAL NOT NULL)",
+            ),
+        )
 
     # --- the worker-thread side -------------------------------------------------------------
-
-    def _connect(self) -> sqlite3.Connection:
-        if self._closed:
-            raise _error("is closed", retryable=False)
-        if self._connection is None:
-            connection = sqlite3.connect(
-                self._path,
-                timeout=self._busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            try:
-                if self._path != ":memory:":
-                    connection.execute("PRAGMA journal_mode=WAL")
-                    connection.execute("PRAGMA synchronous=NORMAL")
-                connection.execute(
-                    f"CREATE TABLE IF NOT EXISTS {self._table} ("
-                    " session_id TEXT PRIMARY KEY NOT NULL,"
-                    " cursor INTEGER NOT NULL,"
-                    " snapshot TEXT NOT NULL,"
-                    " updated_at REAL NOT NULL)"
-                )
-            except BaseException:
-                connection.close()
-                raise
-            self._connection = connection
-        return self._connection
-
-    def _locked(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        with self._lock:
-            try:
-                return work(self._connect())
-            except StorageError:
-                raise
-            except sqlite3.OperationalError:
-                raise _error("is unavailable", retryable=True) from None
-            except sqlite3.Error:
-                raise _error("failed", retryable=False) from None
 
     def _load(self, session_id: str, connection: sqlite3.Connection) -> str | None:
         row = connection.execute(
@@ -129,8 +82,7 @@ class SQLiteSessionStorage:
         expected: int | None,
         connection: sqlite3.Connection,
     ) -> bool:
-        connection.execute("BEGIN IMMEDIATE")
-        try:
+        with immediate_transaction(connection):
             if expected is None:
                 cursor = connection.execute(
                     f"INSERT INTO {self._table} (session_id, cursor, snapshot, updated_at)"
@@ -143,30 +95,12 @@ class SQLiteSessionStorage:
                     " WHERE session_id = ? AND cursor = ?",
                     (cursor_value, text, time.time(), session_id, expected),
                 )
-            saved = cursor.rowcount == 1
-            connection.execute("COMMIT")
-        except BaseException:
-            if connection.in_transaction:
-                connection.execute("ROLLBACK")
-            raise
-        return saved
+            return cursor.rowcount == 1
 
     def _delete(self, session_id: str, connection: sqlite3.Connection) -> None:
         connection.execute(f"DELETE FROM {self._table} WHERE session_id = ?", (session_id,))
 
-    def _close(self) -> None:
-        with self._lock:
-            self._closed = True
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
-
     # --- the async side ---------------------------------------------------------------------
-
-    async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        # Not abandoned on cancellation: the statement finishes (milliseconds), then the
-        # cancellation is delivered, so a transaction is never left half done.
-        return await anyio.to_thread.run_sync(self._locked, work, limiter=self._limiter)
 
     async def load(self, session_id: str) -> str | None:
         """The stored snapshot's JSON text, or ``None``.
@@ -175,7 +109,7 @@ class SQLiteSessionStorage:
             StorageError: the database is busy or cannot be opened (retryable), or the
                 storage is closed.
         """
-        return await self._run(lambda connection: self._load(session_id, connection))
+        return await self._file.run(lambda connection: self._load(session_id, connection))
 
     async def save(self, snapshot: SessionSnapshot, expected_cursor: int | None) -> bool:
         """Store ``snapshot`` iff the stored cursor equals ``expected_cursor`` (``None``: only
@@ -186,7 +120,7 @@ class SQLiteSessionStorage:
                 storage is closed.
         """
         text = check_snapshot_save(snapshot, expected_cursor)
-        return await self._run(
+        return await self._file.run(
             lambda connection: self._save(
                 snapshot.session_id, snapshot.cursor, text, expected_cursor, connection
             )
@@ -194,24 +128,4 @@ class SQLiteSessionStorage:
 
     async def delete(self, session_id: str) -> None:
         """Forget the session's snapshot (nothing happens when there is none)."""
-        await self._run(lambda connection: self._delete(session_id, connection))
-
-    def close(self) -> None:
-        """Close the connection (blocking; use :meth:`aclose` from async code). Idempotent."""
-        self._close()
-
-    async def aclose(self) -> None:
-        """Close the connection from a worker thread. Idempotent."""
-        await anyio.to_thread.run_sync(self._close, limiter=self._limiter)
-
-    async def __aenter__(self) -> SQLiteSessionStorage:
-        await self._run(lambda connection: None)
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
+        await self._file.run(lambda connection: self._delete(session_id, connection))
