@@ -19,12 +19,18 @@ import math
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from agentskit_chat._drivers import require_extra
 from agentskit_chat.ask import GenerationRequest, TextDelta, UsageReport
-from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import ASK_REQUEST_MAX_MESSAGE_CHARS, AskUsage
 from agentskit_chat.protocol._text import js_trim, truncate_utf16, utf16_len
 
-from ._pydantic_ai import CitationFilter, _history, render_sources_prompt, resolve_model
+from ._pydantic_ai import (
+    CitationFilter,
+    _history,
+    check_generator_options,
+    render_sources_prompt,
+    resolve_model,
+)
 
 if TYPE_CHECKING:
     from pydantic_ai import Agent
@@ -56,15 +62,6 @@ def _too_long(size: int, limit: int) -> str:
         f"The rendered answer is {size} characters long; this assistant can send at most "
         f"{limit}. Aggregate, narrow the rows or shorten the values, then commit again."
     )
-
-
-def _import_pydantic_ai() -> None:
-    try:
-        import pydantic_ai  # noqa: F401, PLC0415 - the llm extra is optional
-    except ImportError as exc:
-        raise ImportError(
-            "AnalystGenerator needs the 'llm' extra: pip install 'agentskit-chat[llm]'"
-        ) from exc
 
 
 def _usage(messages: Sequence[ModelMessage], fallback_model: str) -> AskUsage:
@@ -136,13 +133,8 @@ class AnalystGenerator:
         model_settings: ModelSettings | None = None,
         retries: int = 3,
     ) -> None:
-        _import_pydantic_ai()
-        if type(max_output_chars) is not int or max_output_chars < 1:
-            raise ConfigurationError("The generator's output limit must be a positive integer.")
-        if type(max_history_messages) is not int or max_history_messages < 0:
-            raise ConfigurationError("The generator's history limit must be a whole number.")
-        if instructions is not None and not instructions.strip():
-            raise ConfigurationError("The generator's instructions must not be blank.")
+        require_extra("AnalystGenerator", "llm", "pydantic_ai")
+        check_generator_options(max_output_chars, max_history_messages, instructions)
         from agentskit_chat.agents import ANALYST_AGENT_NAME, create_agent  # noqa: PLC0415
 
         self._model = resolve_model(model, api_key=api_key)

@@ -23,6 +23,7 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Final
 
+from agentskit_chat._drivers import require_extra
 from agentskit_chat.ask import GenerationRequest, TextDelta, UsageReport
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import AskMessage, AskUsage, GroundedSource
@@ -54,15 +55,6 @@ _CITATION: Final = re.compile(r"(\s*)\[(\d+)\]")
 # What may still grow into a citation: trailing whitespace, then an opened ``[`` and digits.
 _PENDING: Final = re.compile(r"\s*(?:\[\d*)?\Z")
 _MAX_MODEL_NAME: Final = 256
-
-
-def _import_pydantic_ai() -> None:
-    try:
-        import pydantic_ai  # noqa: F401, PLC0415 - the llm extra is optional
-    except ImportError as exc:
-        raise ImportError(
-            "PydanticAIGenerator needs the 'llm' extra: pip install 'agentskit-chat[llm]'"
-        ) from exc
 
 
 class CitationFilter:
@@ -175,7 +167,7 @@ def resolve_model(model: str | Model, *, api_key: str | None = None) -> Model:
             credentials, or is a malformed ``openai-compatible:`` string.
         TypeError: ``model`` is neither a string nor a model.
     """
-    _import_pydantic_ai()
+    require_extra("PydanticAIGenerator", "llm", "pydantic_ai")
     from pydantic_ai.exceptions import UserError  # noqa: PLC0415
     from pydantic_ai.models import Model, infer_model  # noqa: PLC0415
 
@@ -192,6 +184,22 @@ def resolve_model(model: str | Model, *, api_key: str | None = None) -> Model:
         raise ConfigurationError(
             "The model could not be configured: check its name and its provider's credentials."
         ) from exc
+
+
+def check_generator_options(
+    max_output_chars: int, max_history_messages: int, instructions: str | None
+) -> None:
+    """Refuse a non-positive output limit, a negative history limit or blank instructions.
+
+    Raises:
+        ConfigurationError: naming the option.
+    """
+    if type(max_output_chars) is not int or max_output_chars < 1:
+        raise ConfigurationError("The generator's output limit must be a positive integer.")
+    if type(max_history_messages) is not int or max_history_messages < 0:
+        raise ConfigurationError("The generator's history limit must be a whole number.")
+    if instructions is not None and not instructions.strip():
+        raise ConfigurationError("The generator's instructions must not be blank.")
 
 
 def _usage(response: ModelResponse, fallback_model: str) -> AskUsage:
@@ -253,13 +261,8 @@ class PydanticAIGenerator:
         api_key: str | None = None,
         model_settings: ModelSettings | None = None,
     ) -> None:
-        _import_pydantic_ai()
-        if type(max_output_chars) is not int or max_output_chars < 1:
-            raise ConfigurationError("The generator's output limit must be a positive integer.")
-        if type(max_history_messages) is not int or max_history_messages < 0:
-            raise ConfigurationError("The generator's history limit must be a whole number.")
-        if instructions is not None and not instructions.strip():
-            raise ConfigurationError("The generator's instructions must not be blank.")
+        require_extra("PydanticAIGenerator", "llm", "pydantic_ai")
+        check_generator_options(max_output_chars, max_history_messages, instructions)
         self._model = resolve_model(model, api_key=api_key)
         self._instructions = instructions
         self._max_output_chars = max_output_chars
