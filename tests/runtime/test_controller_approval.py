@@ -295,3 +295,31 @@ async def test_history_and_proposals_survive_a_memory_round_trip() -> None:
         assert fresh.state.messages == controller.state.messages
         again = await fresh.propose_tool_call(id="c1", name="delete_file", args={"path": "other"})
         assert again.args == {"path": "a"}
+
+
+@pytest.mark.anyio
+async def test_an_approval_cancelled_while_authorizing_leaves_the_call_undecided() -> None:
+    deciding = anyio.Event()
+
+    async def slow_authorizer(call: ToolCall, context: Any) -> ToolAuthorization:
+        deciding.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    adapter = ScriptedAdapter(scripts=[asks_approval(), reply("Not sent.")])
+    controller, _ = make(authorizer=slow_authorizer, adapter=adapter)
+    async with watched():
+        await controller.send("mail them")
+        with anyio.move_on_after(5):
+            async with anyio.create_task_group() as group:
+                group.start_soon(controller.approve, "t1")
+                await deciding.wait()
+                group.cancel_scope.cancel()
+        calls = controller.state.messages[1].tool_calls
+        assert calls is not None
+        assert calls[0].status == "requires_confirmation"
+        assert len(adapter.requests) == 1  # never resumed as if approved
+        await controller.deny("t1", "changed my mind")
+    resumed = adapter.requests[1].messages[1].tool_calls
+    assert resumed is not None
+    assert (resumed[0].status, resumed[0].error) == ("error", "Permission denied: changed my mind")

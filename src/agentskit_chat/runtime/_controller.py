@@ -425,7 +425,13 @@ class ChatController:
             context = ToolAuthorizationContext(
                 phase="execute", messages=self._state.messages, tool=tool
             )
-            verdict = await authorize(self._config.authorize_tool_call, call, context)
+            try:
+                verdict = await authorize(self._config.authorize_tool_call, call, context)
+            except anyio.get_cancelled_exc_class():
+                # Not decided: the call waits for a human again (``running`` would read as
+                # "approved" to an adapter that runs its own tools).
+                self._record(call_with(call, "requires_confirmation"))
+                raise
             if not verdict.allowed:
                 outcome = call_with(call, "error", error=f"{DENIED_PREFIX}{verdict.reason}")
             elif tool is not None and tool.execute is not None:
