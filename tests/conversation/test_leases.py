@@ -14,8 +14,9 @@ from agentskit_chat.conversation import (
     create_chat_session,
     resume_chat_session,
 )
-from agentskit_chat.errors import ConfigurationError, SessionConflictError
+from agentskit_chat.errors import ConfigurationError, SessionConflictError, StorageError
 from agentskit_chat.protocol import ActiveTurn, TerminalTurn
+from agentskit_chat.runtime import ChatController
 
 from ._support import NOW_MS, Clock, ModelAdapter, onboarding
 
@@ -156,14 +157,67 @@ async def test_a_released_turn_moves_to_the_end_of_the_history_once() -> None:
     )
 
 
-async def test_a_claim_that_loses_the_race_raises_and_keeps_the_local_lease() -> None:
+async def test_a_claim_that_loses_the_race_raises_and_holds_no_unsaved_lease_decision_5() -> None:
     storage = InMemorySessionStorage()
     first, second = session_with(storage), session_with(storage)
     assert await first.claim_turn("turn-1", 1000) is True
     with pytest.raises(SessionConflictError):
         await second.claim_turn("turn-2", 1000)
-    assert second.active_turn is not None
+    assert second.active_turn is None  # the reference keeps the stale lease here
     resumed = await resume_chat_session(
         onboarding(ModelAdapter()), session_id="s", storage=storage, now=Clock()
     )
     assert await resumed.claim_turn("turn-2", 1000) is False
+
+
+class FailingOnce(InMemorySessionStorage):
+    """Fails the next save once, as a transient storage outage would."""
+
+    fail_next = False
+
+    async def save(self, snapshot: Any, expected_cursor: int | None) -> bool:
+        if self.fail_next:
+            self.fail_next = False
+            raise StorageError("The session storage is unavailable.", retryable=True)
+        return await super().save(snapshot, expected_cursor)
+
+
+async def test_a_lease_is_released_even_after_a_failed_scheduled_save_decision_5() -> None:
+    storage = FailingOnce()
+    failures: list[Exception] = []
+    session = create_chat_session(
+        onboarding(ModelAdapter()),
+        session_id="s",
+        storage=storage,
+        now=Clock(),
+        on_persist_error=failures.append,
+    )
+    assert await session.claim_turn("turn-1", 60_000) is True
+    storage.fail_next = True
+    controller = ChatController(session.chat)
+    await controller.send("/start")  # the turn's scheduled save fails once
+    assert len(failures) == 1
+    await session.release_turn("turn-1", "completed")
+    stored = json.loads(await storage.load("s") or "{}")
+    assert "activeTurn" not in stored
+    assert stored["terminalTurns"] == [{"turnId": "turn-1", "outcome": "completed"}]
+    assert stored["conversation"]["state"] == "collecting"
+    other = await resume_chat_session(
+        onboarding(ModelAdapter()), session_id="s", storage=storage, now=Clock()
+    )
+    assert await other.claim_turn("turn-2", 60_000) is True
+
+
+async def test_a_release_whose_save_fails_keeps_the_lease_so_it_can_be_retried_decision_5() -> None:
+    storage = FailingOnce()
+    session = session_with(storage)
+    assert await session.claim_turn("turn-1", 60_000) is True
+    storage.fail_next = True
+    with pytest.raises(StorageError):
+        await session.release_turn("turn-1", "completed")
+    assert session.active_turn is not None
+    assert session.terminal_turns == ()
+    await session.release_turn("turn-1", "completed")
+    assert session.active_turn is None
+    stored = json.loads(await storage.load("s") or "{}")
+    assert "activeTurn" not in stored

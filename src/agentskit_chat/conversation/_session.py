@@ -269,18 +269,23 @@ class ChatSession:
             Exception: a failure left by a save that dispatch scheduled (raised once, without
                 saving; call ``persist()`` again), or whatever the storage raised.
         """
-        storage = self._storage
+        await self._persist(self._storage, raise_pending=True)
+
+    async def _persist(self, storage: SessionStorage | None, *, raise_pending: bool) -> None:
         if storage is None:
             self._cursor += 1
             return
         async with self._lock:
             failure = self._failure
-            if failure is not None:
+            if failure is not None and raise_pending:
                 self._failure = None
                 raise failure
             self._dirty = False
             try:
-                await self._save(storage)
+                # Shielded for the same reason as scheduled saves: a save cancelled after the
+                # store committed would leave this session behind the stored cursor.
+                with anyio.CancelScope(shield=True):
+                    await self._save(storage)
             except BaseException:
                 self._dirty = True
                 raise
@@ -296,8 +301,8 @@ class ChatSession:
         Raises:
             ConfigurationError: ``turn_id`` is not a safe identifier or ``lease_ms`` is not a
                 positive safe integer ("Turn claim is invalid.").
-            SessionConflictError: the stored snapshot changed in another client (the lease
-                stays set on this session object; discard it).
+            SessionConflictError: the stored snapshot changed in another client. Whenever the
+                save fails, the session is left as it was before the claim.
         """
         if not is_safe_id(turn_id) or type(lease_ms) is not int or lease_ms < 1:
             raise ConfigurationError("Turn claim is invalid.")
@@ -310,14 +315,21 @@ class ChatSession:
         if active is not None and active.expires_at > now:
             return False
         self._active_turn = ActiveTurn(turn_id=turn_id, expires_at=now + lease_ms)
-        await self.persist()
+        try:
+            # A lease is saved even when an earlier scheduled save failed (that failure went
+            # to the observer); if this save fails, the session holds no unsaved lease.
+            await self._persist(self._storage, raise_pending=False)
+        except BaseException:
+            self._active_turn = active
+            raise
         return True
 
     async def release_turn(self, turn_id: str, outcome: TurnOutcome) -> None:
         """End the active turn ``turn_id`` with ``outcome``, remember it, and save.
 
         Nothing happens unless ``turn_id`` holds the lease. The session remembers the last 64
-        finished turns.
+        finished turns. The release is saved even when an earlier scheduled save failed; when
+        the save itself fails, the lease is kept, so calling again retries it.
 
         Raises:
             ConfigurationError: ``outcome`` is not ``completed`` or ``indeterminate``.
@@ -328,8 +340,16 @@ class ChatSession:
         active = self._active_turn
         if active is None or active.turn_id != turn_id:
             return
+        previous = self._terminal_turns
         self._active_turn = None
-        turns = [turn for turn in self._terminal_turns if turn.turn_id != turn_id]
+        turns = [turn for turn in previous if turn.turn_id != turn_id]
         turns.append(TerminalTurn(turn_id=turn_id, outcome=outcome))
         self._terminal_turns = turns[-MAX_TERMINAL_TURNS:]
-        await self.persist()
+        try:
+            # Saved whatever an earlier scheduled save left behind (DECISIONS 5: a lease is
+            # always released); on failure the lease is kept, so calling again retries.
+            await self._persist(self._storage, raise_pending=False)
+        except BaseException:
+            self._active_turn = active
+            self._terminal_turns = previous
+            raise
