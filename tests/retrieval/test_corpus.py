@@ -107,7 +107,7 @@ print("hello")
         "Some emphasis, a link, inline code and an image.\n\n"
         "- first item\n- second item\n\n"
         "name | value\nport | 8000\n\n"
-        '# a comment, not a heading\nprint("hello")\n\n'
+        '```\n# a comment, not a heading\nprint("hello")\n```\n\n'
         "Raw HTML note"
     )
 

@@ -14,6 +14,7 @@ import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Final
 
 import yaml
 from markdown_it import MarkdownIt
@@ -38,6 +39,7 @@ __all__ = [
 
 #: Upper bound on a chunk's text, in characters (well inside an excerpt's 4,096 units).
 MAX_CHUNK_CHARS = 2000
+_FENCE: Final = "```"
 
 #: Between the document title and each heading of a chunk title: ``Setup › Install``.
 TITLE_SEPARATOR = " › "
@@ -61,7 +63,8 @@ class MarkdownChunk:
         id: Stable safe identifier, derived from the path and the heading's anchor.
         title: ``Document title › Heading › Subheading`` (1..256 UTF-16 units).
         href: Safe root-relative link to the page and, below the title, the heading's anchor.
-        text: Plain text of the section, code blocks included (at most ``MAX_CHUNK_CHARS``).
+        text: Plain text of the section, code blocks included between triple-backtick fences (at
+            most ``MAX_CHUNK_CHARS``).
         path: The document's path inside the corpus folder, with ``/`` separators.
         heading_path: The headings above and including this section, the page title excluded.
         document_title: The title of the whole document.
@@ -317,20 +320,27 @@ def _sections(markdown: str) -> list[_Section]:
 # --- sections to chunks -------------------------------------------------------------------------
 
 
+def _fenced(kind: str, text: str) -> str:
+    # Code keeps its fences, so readers of the text (the extractive generator) can tell code
+    # from prose; each piece of a long block is fenced on its own.
+    return f"{_FENCE}\n{text}\n{_FENCE}" if kind == "code" else text
+
+
 def _pieces(kind: str, text: str) -> Iterator[tuple[str, str]]:
     """A block cut to fit a chunk: at line ends first, then at spaces, then anywhere."""
-    if len(text) <= MAX_CHUNK_CHARS:
-        yield kind, text
+    limit = MAX_CHUNK_CHARS - (2 * len(_FENCE) + 2 if kind == "code" else 0)
+    if len(text) <= limit:
+        yield kind, _fenced(kind, text)
         return
     for whole_line in text.split("\n"):
         line = whole_line
-        while len(line) > MAX_CHUNK_CHARS:
-            cut = line.rfind(" ", MAX_CHUNK_CHARS // 2, MAX_CHUNK_CHARS)
-            cut = cut if cut > 0 else MAX_CHUNK_CHARS
-            yield kind, line[:cut]
+        while len(line) > limit:
+            cut = line.rfind(" ", limit // 2, limit)
+            cut = cut if cut > 0 else limit
+            yield kind, _fenced(kind, line[:cut])
             line = line[cut:].lstrip(" ")
         if line.strip():
-            yield kind, line
+            yield kind, _fenced(kind, line)
 
 
 def _pack(blocks: Sequence[tuple[str, str]]) -> list[str]:
