@@ -9,11 +9,11 @@ way (a blank question).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 
-from agentskit_chat.assistant import AnswerOutcome, ask_docs
+from agentskit_chat.assistant import AnswerOutcome, DocsAgent, ask_docs
 from agentskit_chat.errors import (
     AskServiceError,
     BuildError,
@@ -23,6 +23,18 @@ from agentskit_chat.errors import (
 from agentskit_chat.protocol import ChoicesAnswer, ExactAnswer
 
 __all__ = ["ask_command", "render_answer"]
+
+
+#: The ``--agent`` option of ``ask`` and ``serve``.
+AgentOption = Annotated[
+    DocsAgent | None,
+    typer.Option(
+        "--agent",
+        help="Who answers with the model: 'writer' (streamed prose) or 'analyst' (an "
+        "answer rendered by answer_commit; needs a model); default: AGENTSKIT_AGENT, "
+        "else writer.",
+    ),
+]
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
@@ -63,15 +75,7 @@ def ask_command(
             "AGENTSKIT_MODEL, else the model-free extractive generator.",
         ),
     ] = None,
-    agent: Annotated[
-        Literal["writer", "analyst"] | None,
-        typer.Option(
-            "--agent",
-            help="Who answers with the model: 'writer' (streamed prose) or 'analyst' (an "
-            "answer rendered by answer_commit; needs a model); default: AGENTSKIT_AGENT, "
-            "else writer.",
-        ),
-    ] = None,
+    agent: AgentOption = None,
 ) -> None:
     """Answer a question about a folder of Markdown: exactly, grounded, or not at all."""
     try:

@@ -10,13 +10,15 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 
 from agentskit_chat.assistant import DocsAssistant, create_docs_assistant
 from agentskit_chat.assistant._app import is_loopback
 from agentskit_chat.errors import AgentsKitChatError, ConfigurationError
+
+from ._ask import AgentOption
 
 __all__ = ["serve_command"]
 
@@ -93,15 +95,7 @@ def serve_command(
             "extractive generator.",
         ),
     ] = None,
-    agent: Annotated[
-        Literal["writer", "analyst"] | None,
-        typer.Option(
-            "--agent",
-            help="Who answers with the model: 'writer' (streamed prose) or 'analyst' (an "
-            "answer rendered by answer_commit; needs a model); default: AGENTSKIT_AGENT, "
-            "else writer.",
-        ),
-    ] = None,
+    agent: AgentOption = None,
     index: Annotated[
         Path | None,
         typer.Option("--index", help="Keep the search index in this SQLite file."),
