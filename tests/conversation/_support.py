@@ -226,7 +226,7 @@ def definition(
 
 
 def onboarding(model: Any, traces: Traces | None = None, revision: int = 1) -> ChatDefinition:
-    """§14: idle --start--> collecting --finish--> complete --restart--> idle."""
+    """The onboarding flow: idle --start--> collecting --finish--> complete --restart--> idle."""
     return definition(
         model,
         states={

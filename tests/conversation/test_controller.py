@@ -1,4 +1,4 @@
-"""Sessions driven through a real ChatController (spec §4.3, §14; issue 5 acceptance)."""
+"""Sessions driven through a real ChatController."""
 
 from __future__ import annotations
 

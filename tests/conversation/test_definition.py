@@ -1,4 +1,4 @@
-"""Chat definitions, conversation compilation and the statechart (spec §0.2, §1, §2.2, §3)."""
+"""Chat definitions, conversation compilation and the statechart."""
 
 from __future__ import annotations
 
@@ -268,19 +268,19 @@ def charts(draw: st.DrawFn) -> tuple[str, dict[str, dict[str, str]], list[tuple[
 
 @settings(max_examples=60)
 @given(charts())
-def test_the_transition_table_agrees_with_the_library_machine(
+def test_the_transition_table_agrees_with_its_definition(
     chart_spec: tuple[str, dict[str, dict[str, str]], list[tuple[str, str]]],
 ) -> None:
     initial, table, probes = chart_spec
     chart = define_statechart(id="c", version="1", initial=initial, states=table)
+    declared = {name: dict(on) for name, on in table.items()}
+    for on in table.values():
+        on.clear()  # the chart keeps its own copy
+    assert chart.initial == initial
+    assert chart.states == tuple(declared)
     for state, event in probes:
-        machine = chart.start(state)
-        accepted = chart.send(machine, event)
-        expected = table[state].get(event)
-        assert chart.transition(state, event) == expected
-        assert accepted == (expected is not None)
-        assert machine.current_state_value == (expected if accepted else state)
-        assert chart.allowed_events(state) == tuple(table[state])
+        assert chart.transition(state, event) == declared[state].get(event)
+        assert chart.allowed_events(state) == tuple(declared[state])
 
 
 def test_a_route_trace_kind_outside_the_three_is_rejected() -> None:
@@ -312,17 +312,29 @@ def test_statechart_rejects_transitions_that_are_not_a_mapping() -> None:
     assert caught.value.message == 'state "idle" transitions must be a mapping'
 
 
-def test_statechart_live_machines_refuse_unknown_states_and_events() -> None:
+def test_statechart_lookups_know_only_declared_states_and_events() -> None:
     chart = define_statechart(
         id="c", version="1", initial="idle", states={"idle": {"go": "done"}, "done": {}}
     )
-    with pytest.raises(StatechartError):
-        chart.start("nowhere")
-    machine = chart.start()
-    assert machine.current_state_value == "idle"
-    assert chart.send(machine, "unknown") is False
-    assert chart.event_id("unknown") is None
-    assert chart.send(machine, "go") is True
     assert chart.states == ("idle", "done")
     assert chart.has_state("done")
     assert not chart.has_state("nowhere")
+    assert chart.allowed_events("idle") == ("go",)
+    assert chart.allowed_events("done") == ()
+    assert chart.transition("idle", "go") == "done"
+    assert chart.transition("idle", "unknown") is None
+    assert chart.transition("nowhere", "go") is None
+
+
+class _Unprintable:
+    def __str__(self) -> str:
+        raise RuntimeError("cannot print")
+
+
+def test_a_definition_that_fails_to_read_has_the_generic_message() -> None:
+    broken = ConversationStateDefinition(on={"go": _Unprintable()})  # type: ignore[dict-item]
+    declared = definition(ModelAdapter(), states={"idle": broken})
+    with pytest.raises(ConfigurationError) as caught:
+        create_chat_session(declared)
+    assert caught.value.message == "Conversation statechart definition is invalid."
+    assert caught.value.__cause__ is None

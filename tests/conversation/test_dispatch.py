@@ -1,4 +1,4 @@
-"""Deterministic dispatch through ``session.chat.adapter.create_source`` (spec §2.1, §4)."""
+"""Deterministic dispatch through ``session.chat.adapter.create_source``."""
 
 from __future__ import annotations
 
@@ -408,7 +408,7 @@ async def test_every_dispatch_schedules_a_save_which_without_storage_advances_th
     assert session.get_cursor() == 3
 
 
-# --- limits where data enters (DECISIONS 12) ---------------------------------------------------
+# --- limits where data enters ------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

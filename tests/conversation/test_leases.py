@@ -1,4 +1,4 @@
-"""Turn leases and the bounded terminal-turn history (spec §5.5)."""
+"""Turn leases and the bounded terminal-turn history."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Lifecycle targets for Retry, Regenerate and Edit (spec §6)."""
+"""Lifecycle targets for Retry, Regenerate and Edit."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Session identity, snapshots, persist, resume; DECISIONS 12 and 13 (spec §2, §5.1–§5.4)."""
+"""Session identity, snapshots, persist, resume; surfaced save failures; restore and rebuild
+agree on decisions that no longer replay."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One CAS session storage contract (spec §5.3), run against the memory and SQLite storages."""
+"""One CAS session storage contract, run against the memory and SQLite storages."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Adapter scoping and the conversation wrapper (spec §2.1).
+"""Adapter scoping and the conversation wrapper.
 
 A session never hands its adapter out as is. The *scoped* adapter opens sources through the
 adapter's session-aware entry point with the session's id. With a conversation, the *wrapper*
@@ -85,7 +85,7 @@ class ConversationAdapter(_Forwarding):
         self._dispatch = dispatch
 
     def create_source(self, request: AdapterRequest) -> ChatSource:
-        """Dispatch ``request`` (spec §4.2): replay, a route, or the scoped original adapter."""
+        """Dispatch ``request``: replay, a route, or the scoped original adapter."""
         return self._dispatch(request, self._scoped.create_source)
 
 

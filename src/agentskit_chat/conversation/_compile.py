@@ -1,9 +1,8 @@
-"""Conversation compilation (spec §3): routes checked, states compiled into a statechart.
+"""Conversation compilation: routes checked, states compiled into a statechart.
 
-Every error surfaces here, when a session is created, before any dispatch. Besides the spec's
-checks, names that end up in session snapshots are checked against the snapshot's bounds now
-(route ids are safe identifiers, state names at most 128 UTF-16 units), so a snapshot can always
-be built later.
+Every error surfaces here, when a session is created, before any dispatch. Names that end up in
+session snapshots are also checked against the snapshot's bounds now (route ids are safe
+identifiers, state names at most 128 UTF-16 units), so a snapshot can always be built later.
 """
 
 from __future__ import annotations
@@ -87,8 +86,8 @@ def compile_conversation(definition: ChatDefinition) -> CompiledConversation | N
         ConfigurationError: a route is invalid ("Conversation route identity is invalid.",
             "Conversation route ids must be unique.", "Conversation route state is unknown."),
             the statechart is invalid (its own message, such as ``initial state "missing" is
-            not defined``), a state name is longer than 128 UTF-16 units, or the statechart
-            could not be built ("Conversation statechart definition is invalid.").
+            not defined``), a state name is longer than 128 UTF-16 units, or reading the
+            statechart failed otherwise ("Conversation statechart definition is invalid.").
     """
     conversation = definition.conversation
     if conversation is None:
@@ -107,6 +106,9 @@ def compile_conversation(definition: ChatDefinition) -> CompiledConversation | N
     except StatechartError as error:
         raise ConfigurationError(error.message) from None
     except Exception:
+        # Definitions are host data of any shape: a transitions mapping that fails when read,
+        # or a target whose ``__str__`` raises while the error message is built. The host still
+        # gets a configuration error, and nothing of the failure leaks.
         raise ConfigurationError("Conversation statechart definition is invalid.") from None
     for name in statechart.states:
         if utf16_len(name) > _MAX_STATE_UNITS:

@@ -1,9 +1,10 @@
-"""Deterministic dispatch (spec §4.2): rebuild, replay, route selection, decisions, traces.
+"""Deterministic dispatch: rebuild, replay, route selection, decisions, traces.
 
 A :class:`Dispatcher` holds one session's conversation: its current state and its decision
 cache (user message id → :class:`~agentskit_chat.protocol.Decision`, in insertion order).
 
-Limits are checked where data enters, so a snapshot can always be built (DECISIONS 12):
+Limits are checked where data enters, so a snapshot can always be built (a limit failing later,
+inside snapshot building, would lose the whole save):
 
 - a user turn whose decision could not be stored (its message id is not a safe identifier,
   its input is longer than 16,384 UTF-16 units, or 1,000 decisions are already cached) is not
@@ -12,7 +13,7 @@ Limits are checked where data enters, so a snapshot can always be built (DECISIO
 
 A stored decision that no longer replays (its route is gone, or the statechart no longer takes
 it from the state it was made in) is dropped and reported as a ``repaired`` trace, both when a
-snapshot is restored and when a request's history is rebuilt (DECISIONS 13).
+snapshot is restored and when a request's history is rebuilt, so both paths agree on the state.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Creating, resuming and resolving chat sessions (spec §2, §5.4)."""
+"""Creating, resuming and resolving chat sessions."""
 
 from __future__ import annotations
 

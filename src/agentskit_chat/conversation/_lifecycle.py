@@ -1,4 +1,4 @@
-"""Which messages a host's Retry, Regenerate and Edit controls act on (spec §6)."""
+"""Which messages a host's Retry, Regenerate and Edit controls act on."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ Build one with :func:`~agentskit_chat.conversation.create_chat_session` or
 Saves are serialized per session (one lock: a failed save does not block later ones). A save
 builds the snapshot when it runs, so it always stores the latest state. Saves scheduled by
 dispatch never raise: a failure goes to the ``on_persist_error`` observer and is kept, and the
-next explicit :meth:`ChatSession.persist` raises it (DECISIONS 12) — call ``persist()`` again to
-store the current state. A later successful save clears it.
+next explicit :meth:`ChatSession.persist` raises it, so a lost save is never silent — call
+``persist()`` again to store the current state. A later successful save clears it.
 """
 
 from __future__ import annotations
@@ -346,8 +346,8 @@ class ChatSession:
         turns.append(TerminalTurn(turn_id=turn_id, outcome=outcome))
         self._terminal_turns = turns[-MAX_TERMINAL_TURNS:]
         try:
-            # Saved whatever an earlier scheduled save left behind (DECISIONS 5: a lease is
-            # always released); on failure the lease is kept, so calling again retries.
+            # Saved whatever an earlier scheduled save left behind, so our own failure never
+            # leaves the session busy; on failure the lease is kept, so calling again retries.
             await self._persist(self._storage, raise_pending=False)
         except BaseException:
             self._active_turn = active

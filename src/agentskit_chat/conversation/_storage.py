@@ -1,4 +1,4 @@
-"""The CAS session storage port (spec §5.3) and its in-memory implementation.
+"""The CAS session storage port and its in-memory implementation.
 
 A store keeps one ``agentskit.chat.session`` snapshot per session id. ``save`` is an atomic
 compare-and-set on the snapshot's cursor: with ``expected_cursor=None`` it only creates (and
