@@ -64,8 +64,9 @@ class Backend:
     name: str
     #: A new store instance over the same storage (like another worker).
     make: Callable[[], AnyAskSessionStore]
-    #: Write ``raw`` as the stored record text of a key, at stored revision 1.
-    write_raw: Callable[[SessionKey, str], Awaitable[None]]
+    #: Write ``raw`` as the stored record text of a key, at stored revision ``revision``
+    #: (ignored where the record text is the only copy of the revision).
+    write_raw: Callable[[SessionKey, str, int], Awaitable[None]]
     #: Whether the backend keeps the revision apart from the record (and cross-checks them).
     separate_revision: bool
 
@@ -73,7 +74,7 @@ class Backend:
 def _memory(_: pytest.FixtureRequest, __: Path) -> tuple[Backend, Callable[[], Awaitable[None]]]:
     data: dict[str, str] = {}
 
-    async def write_raw(key: SessionKey, raw: str) -> None:
+    async def write_raw(key: SessionKey, raw: str, revision: int) -> None:
         data[storage_key(key)] = raw
 
     async def cleanup() -> None:
@@ -85,16 +86,16 @@ def _memory(_: pytest.FixtureRequest, __: Path) -> tuple[Backend, Callable[[], A
 def _sqlite(_: pytest.FixtureRequest, tmp: Path) -> tuple[Backend, Callable[[], Awaitable[None]]]:
     path = tmp / "sessions.db"
 
-    def write(key: SessionKey, raw: str) -> None:
+    def write(key: SessionKey, raw: str, revision: int) -> None:
         with sqlite3.connect(path) as connection:
             connection.execute(
-                "INSERT OR REPLACE INTO agentskit_ask_sessions VALUES (?, ?, ?, 1, ?, 0)",
-                (key.site_id, key.subject_id, key.session_id, raw),
+                "INSERT OR REPLACE INTO agentskit_ask_sessions VALUES (?, ?, ?, ?, ?, 0)",
+                (key.site_id, key.subject_id, key.session_id, revision, raw),
             )
         connection.close()
 
-    async def write_raw(key: SessionKey, raw: str) -> None:
-        await anyio.to_thread.run_sync(write, key, raw)
+    async def write_raw(key: SessionKey, raw: str, revision: int) -> None:
+        await anyio.to_thread.run_sync(write, key, raw, revision)
 
     async def cleanup() -> None:
         pass
@@ -108,13 +109,13 @@ def _postgres(
     url: str = request.getfixturevalue("postgres_url")
     table = f"ask_sessions_test_{uuid.uuid4().hex}"
 
-    async def write_raw(key: SessionKey, raw: str) -> None:
+    async def write_raw(key: SessionKey, raw: str, revision: int) -> None:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as connection:
             await connection.execute(
                 f"INSERT INTO {table} (site_id, subject_id, session_id, revision, record)"
-                " VALUES (%s, %s, %s, 1, %s) ON CONFLICT (site_id, subject_id, session_id)"
-                " DO UPDATE SET revision = 1, record = EXCLUDED.record",
-                (key.site_id, key.subject_id, key.session_id, raw),
+                " VALUES (%s, %s, %s, %s, %s) ON CONFLICT (site_id, subject_id, session_id)"
+                " DO UPDATE SET revision = EXCLUDED.revision, record = EXCLUDED.record",
+                (key.site_id, key.subject_id, key.session_id, revision, raw),
             )
 
     async def cleanup() -> None:
@@ -133,9 +134,11 @@ def _redis(
     url: str = request.getfixturevalue("redis_url")
     prefix = f"agentskit-test:{uuid.uuid4().hex}:"
 
-    async def write_raw(key: SessionKey, raw: str) -> None:
+    async def write_raw(key: SessionKey, raw: str, revision: int) -> None:
         async with redis.asyncio.Redis.from_url(url) as client:
-            await client.hset(prefix + storage_key(key), mapping={"revision": "1", "record": raw})
+            await client.hset(
+                prefix + storage_key(key), mapping={"revision": str(revision), "record": raw}
+            )
 
     async def cleanup() -> None:
         async with redis.asyncio.Redis.from_url(url) as client:
@@ -215,6 +218,73 @@ async def test_save_on_missing_key_with_nonzero_expectation_is_refused(backend: 
     store = backend.make()
     assert await store.save(KEY, record(2, "x"), 1) is False
     assert await store.load(KEY) is None
+
+
+# One compare-and-set rule for every backend: the save succeeds iff the stored revision equals
+# ``expected_revision``, where "nothing stored" counts as revision 0. A record stored at revision
+# 0 (a valid record: seeded, migrated or imported) is therefore updated like any other, and a
+# load-then-save client never has to know whether the row exists.
+
+
+async def seed_revision_zero(backend: Backend, *contents: str) -> AskSessionRecord:
+    seeded = record(0, *contents)
+    assert await backend.make().load(KEY) is None  # the table exists from here on
+    await backend.write_raw(KEY, seeded.to_json(), 0)
+    return seeded
+
+
+async def test_save_expecting_zero_updates_a_stored_revision_zero_record(
+    backend: Backend,
+) -> None:
+    seeded = await seed_revision_zero(backend, "seeded question")
+    store = backend.make()
+    assert await store.load(KEY) == seeded
+    updated = record(1, "seeded question", "the answer")
+    assert await store.save(KEY, updated, 0) is True
+    assert await backend.make().load(KEY) == updated
+    # The record is at revision 1 now: expecting 0 again is stale.
+    assert await store.save(KEY, record(1, "intruder"), 0) is False
+    assert await store.load(KEY) == updated
+
+
+async def test_save_expecting_one_on_a_stored_revision_zero_record_is_refused(
+    backend: Backend,
+) -> None:
+    seeded = await seed_revision_zero(backend, "seeded")
+    store = backend.make()
+    assert await store.save(KEY, record(2, "intruder"), 1) is False
+    assert await store.load(KEY) == seeded
+
+
+async def test_racing_saves_on_a_stored_revision_zero_record_have_one_winner(
+    backend: Backend,
+) -> None:
+    await seed_revision_zero(backend)
+    stores = [backend.make(), backend.make()]
+    outcomes: dict[int, bool] = {}
+
+    async def save(number: int) -> None:
+        outcomes[number] = await stores[number % 2].save(KEY, record(1, f"writer {number}"), 0)
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as group:
+            for number in range(6):
+                group.start_soon(save, number)
+    winners = [number for number, saved in outcomes.items() if saved]
+    assert len(winners) == 1
+    assert await stores[0].load(KEY) == record(1, f"writer {winners[0]}")
+
+
+async def test_concurrent_writers_from_a_stored_revision_zero_record_lose_no_update(
+    backend: Backend,
+) -> None:
+    seeded = await seed_revision_zero(backend, "seeded")
+    with anyio.fail_after(20):  # a store that refuses every save would loop forever
+        final, _ = await run_writers([backend.make(), backend.make()])
+    assert final is not None
+    assert final.revision == 8
+    assert final.messages[0] == seeded.messages[0]
+    assert sorted(m.content for m in final.messages[1:]) == sorted(f"writer {n}" for n in range(8))
 
 
 @pytest.mark.parametrize(
@@ -374,7 +444,7 @@ _CORRUPT = [
 async def test_corrupt_stored_record_raises_storage_error(backend: Backend, raw: str) -> None:
     store = backend.make()
     assert await store.load(KEY) is None  # the table exists from here on
-    await backend.write_raw(KEY, raw)
+    await backend.write_raw(KEY, raw, 1)
     with pytest.raises(StorageError) as caught:
         await store.load(KEY)
     assert caught.value.retryable is False
@@ -385,7 +455,7 @@ async def test_corrupt_stored_record_raises_storage_error(backend: Backend, raw:
 async def test_revision_disagreeing_with_its_record_is_corrupt(backend: Backend) -> None:
     store = backend.make()
     assert await store.load(KEY) is None
-    await backend.write_raw(KEY, record(5, "x").to_json())  # stored revision says 1
+    await backend.write_raw(KEY, record(5, "x").to_json(), 1)  # stored revision says 1
     if not backend.separate_revision:
         # The memory store keeps only the record text: its own revision is the revision.
         assert await store.load(KEY) == record(5, "x")

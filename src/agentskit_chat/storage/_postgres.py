@@ -2,9 +2,10 @@
 
 psycopg 3 (async) with a ``psycopg_pool`` connection pool; both are imported when a store is
 built, so the package works without the ``postgres`` extra. The compare-and-set is one
-statement: ``INSERT ... ON CONFLICT DO NOTHING`` for the first save and ``UPDATE ... WHERE
-revision = %s`` afterwards. Under PostgreSQL's default isolation a concurrent update waits for
-the row lock and then re-checks the revision, so exactly one of two racing writers wins.
+statement: ``INSERT ... ON CONFLICT DO UPDATE ... WHERE revision = 0`` when the caller expects
+revision 0 (nothing stored, or a record stored at revision 0) and ``UPDATE ... WHERE revision =
+%s`` otherwise. Under PostgreSQL's default isolation a concurrent writer waits for the row lock
+and then re-checks the revision, so exactly one of two racing writers wins.
 """
 
 from __future__ import annotations
@@ -43,9 +44,13 @@ _SELECT = (
     "SELECT revision, record FROM {table}"
     " WHERE site_id = %s AND subject_id = %s AND session_id = %s"
 )
+# Expecting revision 0 matches no row or a row still at revision 0 (a valid stored record).
 _INSERT = (
-    "INSERT INTO {table} (site_id, subject_id, session_id, revision, record)"
-    " VALUES (%s, %s, %s, %s, %s) ON CONFLICT DO NOTHING"
+    "INSERT INTO {table} AS stored (site_id, subject_id, session_id, revision, record)"
+    " VALUES (%s, %s, %s, %s, %s)"
+    " ON CONFLICT (site_id, subject_id, session_id) DO UPDATE SET"
+    " revision = EXCLUDED.revision, record = EXCLUDED.record, updated_at = now()"
+    " WHERE stored.revision = 0"
 )
 _UPDATE = (
     "UPDATE {table} SET revision = %s, record = %s, updated_at = now()"
@@ -177,7 +182,7 @@ class PostgresAskSessionStore:
         return decode_record(_BACKEND, text, revision=revision)
 
     async def save(self, key: SessionKey, record: AskSessionRecord, expected_revision: int) -> bool:
-        """Store ``record`` iff the stored revision equals ``expected_revision`` (0: none).
+        """Store ``record`` iff the stored revision (0 when none) equals ``expected_revision``.
 
         Raises:
             ValueError: ``record.revision`` is not ``expected_revision + 1``.

@@ -143,7 +143,7 @@ class RedisAskSessionStore:
         return decode_record(_BACKEND, text, revision=revision)
 
     async def save(self, key: SessionKey, record: AskSessionRecord, expected_revision: int) -> bool:
-        """Store ``record`` iff the stored revision equals ``expected_revision`` (0: none).
+        """Store ``record`` iff the stored revision (0 when none) equals ``expected_revision``.
 
         Raises:
             ValueError: ``record.revision`` is not ``expected_revision + 1``.

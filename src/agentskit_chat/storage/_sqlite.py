@@ -107,10 +107,16 @@ class SQLiteAskSessionStore(SQLiteFileOwner):
         parts = (key.site_id, key.subject_id, key.session_id)
         with immediate_transaction(connection):
             if expected_revision == 0:
+                # Expecting 0 means "nothing stored, or a record at revision 0": insert, or
+                # update a row only while its revision is still 0.
                 cursor = connection.execute(
                     f"INSERT INTO {self._table}"
                     " (site_id, subject_id, session_id, revision, record, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    " VALUES (?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (site_id, subject_id, session_id) DO UPDATE SET"
+                    " revision = excluded.revision, record = excluded.record,"
+                    " updated_at = excluded.updated_at"
+                    f" WHERE {self._table}.revision = 0",
                     (*parts, revision, text, time.time()),
                 )
             else:
@@ -137,7 +143,7 @@ class SQLiteAskSessionStore(SQLiteFileOwner):
         return decode_record(_BACKEND, row[1], revision=row[0])
 
     async def save(self, key: SessionKey, record: AskSessionRecord, expected_revision: int) -> bool:
-        """Store ``record`` iff the stored revision equals ``expected_revision`` (0: none).
+        """Store ``record`` iff the stored revision (0 when none) equals ``expected_revision``.
 
         Raises:
             ValueError: ``record.revision`` is not ``expected_revision + 1``.
