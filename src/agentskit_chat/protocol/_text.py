@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from typing import Final
 
 import unicodedata2
 
-from ._unicode_case import LOWER_DELTA
+from ._unicode_case import CASE_IGNORABLE, CASED, LOWER_DELTA
 
 __all__ = [
     "JS_WHITESPACE",
@@ -65,11 +66,64 @@ def combine_surrogates(value: str) -> str:
     return value
 
 
-def _js_lower(value: str) -> str:
+_CAPITAL_SIGMA: Final = "\u03a3"
+_CASED_STARTS: Final = tuple(first for first, _ in CASED)
+_IGNORABLE_STARTS: Final = tuple(first for first, _ in CASE_IGNORABLE)
+
+
+def _in_table(starts: tuple[int, ...], table: tuple[tuple[int, int], ...], char: str) -> bool:
+    i = bisect_right(starts, ord(char)) - 1
+    return i >= 0 and ord(char) <= table[i][1]
+
+
+def _is_cased(char: str) -> bool:
+    return _in_table(_CASED_STARTS, CASED, char)
+
+
+def _is_case_ignorable(char: str) -> bool:
+    return _in_table(_IGNORABLE_STARTS, CASE_IGNORABLE, char)
+
+
+def _is_final_sigma(text: str, index: int) -> bool:
+    """The Final_Sigma condition for the capital sigma at ``index``, with Unicode 17 properties.
+
+    Python's own ``str.lower()`` applies the same condition with Unicode 14 properties, so
+    characters whose Cased or Case_Ignorable property changed since (U+0295 stopped being a
+    lower-case letter; U+1C8A and U+A7CD became ones) would get the other sigma. Like ICU, a
+    character that is both case-ignorable and cased is skipped as ignorable.
+    """
+    before = index - 1
+    while before >= 0 and _is_case_ignorable(text[before]):
+        before -= 1
+    if before < 0 or not _is_cased(text[before]):
+        return False
+    after = index + 1
+    while after < len(text) and _is_case_ignorable(text[after]):
+        after += 1
+    return after == len(text) or not _is_cased(text[after])
+
+
+def _lower_context_free(value: str) -> str:
     lowered = value.lower()
     if _NEEDS_DELTA.search(lowered) is not None:
         lowered = lowered.translate(_LOWER_TABLE)
     return lowered
+
+
+def _js_lower(value: str) -> str:
+    """``toLocaleLowerCase("en-US")``: the full default lower-case mapping of Unicode 17."""
+    if _CAPITAL_SIGMA not in value:
+        return _lower_context_free(value)
+    # Every mapping but the capital sigma's is context-free, so the text between sigmas is
+    # lowered on its own and each sigma is decided from the whole (unlowered) text.
+    pieces = value.split(_CAPITAL_SIGMA)
+    out = [_lower_context_free(pieces[0])]
+    index = len(pieces[0])
+    for piece in pieces[1:]:
+        out.append("\u03c2" if _is_final_sigma(value, index) else "\u03c3")
+        out.append(_lower_context_free(piece))
+        index += 1 + len(piece)
+    return "".join(out)
 
 
 def _collapse_spaces(value: str) -> str:
