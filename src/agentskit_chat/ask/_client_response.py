@@ -62,16 +62,31 @@ class AskResponseReader:
         ['text']
     """
 
-    __slots__ = ("_bytes", "_decoder", "_discarding", "_mode", "_raw", "_text", "_texts", "_utf8")
+    __slots__ = (
+        "_bytes",
+        "_decoder",
+        "_discarding",
+        "_mode",
+        "_pieces",
+        "_raw",
+        "_start",
+        "_texts",
+        "_utf8",
+    )
 
     def __init__(self, content_type: str | None) -> None:
         ndjson = content_type is not None and "ndjson" in content_type.lower()
         self._mode = _NDJSON if ndjson else _UNKNOWN
         self._decoder = AskEventDecoder() if ndjson else None
         self._utf8 = _utf8_decoder(at_start=True)
-        self._raw = bytearray()  # the undecided bytes, as received
-        self._text = ""  # the same bytes, decoded
-        self._bytes = 0  # UTF-8 size of ``_text``
+        # The undecided part of the body: its bytes as received, and the same bytes decoded,
+        # kept as the pieces they arrived in so that each read only looks at its own text.
+        self._raw = bytearray()
+        self._pieces: list[str] = []
+        self._bytes = 0  # UTF-8 size of the pieces
+        # Where the first non-whitespace character (always ``{``) is, as (piece, offset);
+        # ``None`` while the undecided text is only whitespace.
+        self._start: tuple[int, int] | None = None
         self._discarding = False
         self._texts: list[str] = []
 
@@ -105,8 +120,7 @@ class AskResponseReader:
             if not data:
                 return
         self._raw += data
-        self._add(self._utf8.decode(data))
-        self._sniff(ended=False)
+        self._sniff(self._utf8.decode(data), ended=False)
 
     def end(self) -> None:
         """Mark the end of the body: a final unterminated line or text is read."""
@@ -119,8 +133,7 @@ class AskResponseReader:
             return
         if self._discarding:
             return
-        self._add(tail)
-        self._sniff(ended=True)
+        self._sniff(tail, ended=True)
         if self._decoder is not None:
             self._decoder.end_of_stream()
 
@@ -138,72 +151,108 @@ class AskResponseReader:
             return []
         return list(self._decoder.pull(ASK_EVENT_MAX_RECORDS))
 
-    def _add(self, text: str) -> None:
-        self._text += text
-        self._bytes += utf8_len(text)
-
     def _emit(self, text: str) -> None:
         if text:
             self._texts.append(text)
 
+    def _forget(self, keep: int = 0) -> None:
+        """Forget the undecided text, and all but the last ``keep`` bytes it came from."""
+        del self._raw[: len(self._raw) - keep]
+        self._pieces = []
+        self._bytes = 0
+        self._start = None
+
     def _decide_text(self) -> None:
         self._mode = _TEXT
-        self._emit(self._text)
-        self._raw = bytearray()
-        self._text = ""
+        self._emit("".join(self._pieces))
+        self._forget()
 
-    def _decide_ndjson(self) -> None:
+    def _decide(self, line: str) -> None:
+        """Decide by the first line: NDJSON when it holds an Ask event, else plain text."""
+        if not decode_ask_events(line + "\n").events:
+            self._decide_text()
+            return
         self._mode = _NDJSON
         self._decoder = AskEventDecoder()
         self._decoder.feed(bytes(self._raw))
-        self._raw = bytearray()
-        self._text = ""
+        self._forget()
 
-    def _drop(self, through: int) -> None:
-        """Forget the undecided text up to ``through`` (a LF) and the bytes it came from."""
-        # Decoding never makes or swallows a LF byte, so the n-th LF of the text is the n-th
-        # LF of the raw bytes.
-        cut = 0
-        for _ in range(self._text.count("\n", 0, through + 1)):
-            cut = self._raw.index(b"\n", cut) + 1
-        del self._raw[:cut]
-        self._text = self._text[through + 1 :]
-        self._bytes = utf8_len(self._text)
+    def _line(self, end: int | None) -> str:
+        """The undecided text from its first non-whitespace character to ``end`` of the last
+        piece (its whole end when ``None``)."""
+        assert self._start is not None
+        first, offset = self._start
+        pieces = self._pieces
+        if first == len(pieces) - 1:
+            return pieces[first][offset:end]
+        return "".join([pieces[first][offset:], *pieces[first + 1 : -1], pieces[-1][:end]])
 
-    def _sniff(self, *, ended: bool) -> None:
+    def _drop(self, newline: int) -> str:
+        """Forget the undecided text through the LF at ``newline`` of the last piece (and the
+        bytes it came from); return the rest of that piece."""
+        rest = self._pieces[-1][newline + 1 :]
+        # Decoding never makes or swallows a LF byte, and the bytes after the last decoded
+        # character only begin a character: the k-th LF from the end of the text is the k-th
+        # from the end of the raw bytes. Counting from the end costs only the current read.
+        cut = len(self._raw)
+        for _ in range(rest.count("\n") + 1):
+            cut = self._raw.rfind(b"\n", 0, cut)
+        self._forget(len(self._raw) - cut - 1)
+        return rest
+
+    def _sniff(self, piece: str, *, ended: bool) -> None:
+        """Take in newly decoded text and decide the mode as soon as it can be decided.
+
+        Only the new piece is examined (and the pieces joined once, when deciding), so a
+        first line fed in many small reads costs time in proportion to its length.
+        """
         while True:
-            content = self._text.lstrip(JS_WHITESPACE)
-            if not content:
-                if not ended and self._bytes > ASK_EVENT_MAX_BYTES:
-                    # Blank lines are nothing in either mode: keep no more than a line's
-                    # worth, but keep the bytes of a character the decoder has only begun.
-                    self._raw = bytearray(self._utf8.getstate()[0])
-                    self._text = ""
-                    self._bytes = 0
-                if ended:
-                    self._mode = _NDJSON
-                    self._decoder = AskEventDecoder()
-                return
-            if content[0] != "{":
-                self._decide_text()
-                return
-            start = len(self._text) - len(content)
-            newline = self._text.find("\n", start)
+            before = self._bytes
+            if piece:
+                self._pieces.append(piece)
+                self._bytes += utf8_len(piece)
+            if self._start is None:
+                offset = _content_at(piece)
+                if offset == len(piece):
+                    # Only whitespace so far: blank lines are nothing in either mode.
+                    if ended:
+                        self._mode = _NDJSON
+                        self._decoder = AskEventDecoder()
+                    elif self._bytes > ASK_EVENT_MAX_BYTES:
+                        # Keep no more than a line's worth, but keep the bytes of a character
+                        # the decoder has only begun (always the last bytes received).
+                        self._forget(len(self._utf8.getstate()[0]))
+                    return
+                if piece[offset] != "{":
+                    self._decide_text()
+                    return
+                self._start = (len(self._pieces) - 1, offset)
+                newline = _line_end(piece, offset)
+            else:
+                newline = _line_end(piece, 0)
             if newline < 0:
                 if ended:
-                    break
-                if self._bytes > ASK_EVENT_MAX_BYTES:
-                    self._raw = bytearray()
-                    self._text = ""
-                    self._bytes = 0
+                    self._decide(self._line(None))
+                elif self._bytes > ASK_EVENT_MAX_BYTES:
+                    self._forget()
                     self._discarding = True
                 return
-            if utf8_len(self._text[:newline]) <= ASK_EVENT_MAX_BYTES:
-                break
+            if before + utf8_len(piece[:newline]) <= ASK_EVENT_MAX_BYTES:
+                self._decide(self._line(newline))
+                return
             # Over the bound before its LF, whatever the chunking: drop it, sniff the next line.
-            self._drop(newline)
-        line = content if newline < 0 else self._text[start:newline]
-        if decode_ask_events(line + "\n").events:
-            self._decide_ndjson()
-        else:
-            self._decide_text()
+            piece = self._drop(newline)
+
+
+# Every look the sniffer takes at undecided text goes through these two helpers (and
+# ``utf8_len``), always on text it has not examined before.
+
+
+def _content_at(piece: str) -> int:
+    """The index of the first non-whitespace character of ``piece``, or its length."""
+    return len(piece) - len(piece.lstrip(JS_WHITESPACE))
+
+
+def _line_end(piece: str, start: int) -> int:
+    """The index of the first LF of ``piece`` from ``start``, or -1."""
+    return piece.find("\n", start)
