@@ -177,15 +177,16 @@ async def assistant_app(stack: AsyncExitStack) -> Any:
     refuse most of a benchmark: it gets a bucket no benchmark empties, still consulted on
     every request.
     """
-    from agentskit_chat.ask import InMemoryRateLimiter  # noqa: PLC0415 - server side only
     from agentskit_chat.assistant import create_docs_assistant  # noqa: PLC0415
+    from agentskit_chat.server import create_docs_assistant_app  # noqa: PLC0415
+    from agentskit_chat.service import InMemoryRateLimiter  # noqa: PLC0415 - server side only
 
     scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="agentskit-bench-")))
     unlimited = InMemoryRateLimiter(capacity=10**9, refill_per_second=1e9)
     assistant = await stack.enter_async_context(
         create_docs_assistant(DOCS, index_path=scratch / "index.sqlite3", rate_limiter=unlimited)
     )
-    return assistant.asgi_app
+    return create_docs_assistant_app(assistant)
 
 
 async def _serve(kind: str) -> None:

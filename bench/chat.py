@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 
 from _harness import Row, collect, measure, print_table
-from agentskit_chat.answers import render_answer
+from agentskit_chat.answer_commit import render_answer
 from agentskit_chat.conversation import (
     ConversationDefinition,
     ConversationStateDefinition,

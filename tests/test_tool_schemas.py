@@ -37,7 +37,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import agentskit_chat
 from agentskit_chat.agents._answer_commit import create_agent
-from agentskit_chat.answers import ANSWER_COMMIT_TOOL_NAME, answer_commit_json_schema
+from agentskit_chat.answer_commit import ANSWER_COMMIT_TOOL_NAME, answer_commit_json_schema
 from agentskit_chat.runtime import ChatTool
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

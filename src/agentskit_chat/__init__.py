@@ -1,10 +1,12 @@
 """agentskit-chat: one chat definition, every interface, wire-compatible with AgentsKit Chat.
 
-The wire protocol lives in :mod:`agentskit_chat.protocol`; the answer plane and the
-``answer_commit`` renderer in :mod:`agentskit_chat.answers`; the chat controller and the adapter
+The wire protocol lives in :mod:`agentskit_chat.protocol`; the answer plane in
+:mod:`agentskit_chat.answers` and the ``answer_commit`` renderer in
+:mod:`agentskit_chat.answer_commit`; the chat controller and the adapter
 seam in :mod:`agentskit_chat.runtime`; chat definitions, sessions and deterministic routes in
 :mod:`agentskit_chat.conversation`; the docs assistant (the main job) in
-:mod:`agentskit_chat.assistant`. Their public names are re-exported here; the Ask backend
+:mod:`agentskit_chat.assistant`. Their public names are re-exported here; the Ask pipeline
+(:mod:`agentskit_chat.service`), the HTTP apps (:mod:`agentskit_chat.server`), the Ask client
 (:mod:`agentskit_chat.ask`), retrieval, storage, generation, operations and pydantic-ai agents
 (:mod:`agentskit_chat.agents`) are imported from their own packages.
 """
@@ -15,14 +17,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .answers import (
+    from .answer_commit import (
         ANSWER_COMMIT_TOOL_NAME,
+        MAX_RENDERED_ANSWER_CHARACTERS,
+        CommittedAnswer,
+        commit_answer,
+        render_answer,
+    )
+    from .answers import (
         ARTIFACT_FILE_NAME,
         CHOICE_UNAVAILABLE,
         DEFAULT_ARTIFACT_HREF,
         ESCALATION_METADATA_KEY,
         MAX_CHOICE_SESSIONS,
-        MAX_RENDERED_ANSWER_CHARACTERS,
         MAX_SESSION_CHOICES,
         SITE_FILE_NAME,
         ArtifactBuild,
@@ -31,23 +38,19 @@ if TYPE_CHECKING:
         ChoiceReservationStore,
         ChoiceUnavailable,
         Clock,
-        CommittedAnswer,
         DecisionObserver,
         DeterministicAnswerAdapter,
         DeterministicAnswerResolver,
         FallbackMode,
         LeftOut,
         build_local_knowledge_artifact,
-        commit_answer,
         create_deterministic_answer_adapter,
         create_deterministic_answer_resolver,
-        render_answer,
         write_artifact_build,
     )
     from .assistant import (
         NO_GROUNDED_SOURCES,
         DocsAssistant,
-        RelevanceRule,
         ask_docs,
         create_docs_assistant,
     )
@@ -70,6 +73,7 @@ if TYPE_CHECKING:
         resolve_chat_session,
         resume_chat_session,
     )
+    from .retrieval import RelevanceRule
     from .runtime import (
         CHUNK_TYPES,
         UNSCOPED_SESSION_ID,
@@ -103,13 +107,13 @@ __version__ = "0.1.0"
 
 # Re-exports load on first use, so importing one subpackage (say the protocol) stays light.
 _LAZY: dict[str, str] = {
-    "ANSWER_COMMIT_TOOL_NAME": "answers",
+    "ANSWER_COMMIT_TOOL_NAME": "answer_commit",
     "ARTIFACT_FILE_NAME": "answers",
     "CHOICE_UNAVAILABLE": "answers",
     "DEFAULT_ARTIFACT_HREF": "answers",
     "ESCALATION_METADATA_KEY": "answers",
     "MAX_CHOICE_SESSIONS": "answers",
-    "MAX_RENDERED_ANSWER_CHARACTERS": "answers",
+    "MAX_RENDERED_ANSWER_CHARACTERS": "answer_commit",
     "MAX_SESSION_CHOICES": "answers",
     "SITE_FILE_NAME": "answers",
     "ArtifactBuild": "answers",
@@ -118,21 +122,21 @@ _LAZY: dict[str, str] = {
     "ChoiceReservationStore": "answers",
     "ChoiceUnavailable": "answers",
     "Clock": "answers",
-    "CommittedAnswer": "answers",
+    "CommittedAnswer": "answer_commit",
     "DecisionObserver": "answers",
     "DeterministicAnswerAdapter": "answers",
     "DeterministicAnswerResolver": "answers",
     "FallbackMode": "answers",
     "LeftOut": "answers",
     "build_local_knowledge_artifact": "answers",
-    "commit_answer": "answers",
+    "commit_answer": "answer_commit",
     "create_deterministic_answer_adapter": "answers",
     "create_deterministic_answer_resolver": "answers",
-    "render_answer": "answers",
+    "render_answer": "answer_commit",
     "write_artifact_build": "answers",
     "NO_GROUNDED_SOURCES": "assistant",
     "DocsAssistant": "assistant",
-    "RelevanceRule": "assistant",
+    "RelevanceRule": "retrieval",
     "ask_docs": "assistant",
     "create_docs_assistant": "assistant",
     "ChatDefinition": "conversation",

@@ -35,7 +35,7 @@ from agentskit_chat.agents._answer_commit import (
     create_agent,
     mask_answer_commits,
 )
-from agentskit_chat.answers import ANSWER_COMMIT_TOOL_NAME, render_answer
+from agentskit_chat.answer_commit import ANSWER_COMMIT_TOOL_NAME, render_answer
 from agentskit_chat.errors import AnswerCommitError, ConfigurationError
 from tests._loop import no_blocking
 

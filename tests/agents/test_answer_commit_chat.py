@@ -27,7 +27,7 @@ from agentskit_chat.agents import (
     from_pydantic_ai,
 )
 from agentskit_chat.agents._pydantic_ai import ANSWER_COMMIT_METADATA_KEY, PydanticAIChatAdapter
-from agentskit_chat.answers import ANSWER_COMMIT_TOOL_NAME, render_answer
+from agentskit_chat.answer_commit import ANSWER_COMMIT_TOOL_NAME, render_answer
 from agentskit_chat.errors import AnswerCommitError
 from agentskit_chat.runtime import (
     AdapterContext,

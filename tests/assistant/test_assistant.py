@@ -12,7 +12,6 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agentskit_chat import assistant as assistant_package
-from agentskit_chat.ask import GenerationRequest, InMemoryRateLimiter, SessionKey, TextDelta
 from agentskit_chat.assistant import (
     NO_GROUNDED_SOURCES,
     DocsAssistant,
@@ -28,6 +27,7 @@ from agentskit_chat.protocol import (
     decode_answer_response,
     is_safe_href,
 )
+from agentskit_chat.service import GenerationRequest, InMemoryRateLimiter, SessionKey, TextDelta
 from agentskit_chat.storage import MemoryAskSessionStore
 
 from ._support import DOC_SENTENCES, clock, write_docs
@@ -45,12 +45,7 @@ PUBLIC_NAMES = [
     "Caller",
     "DocsAgent",
     "DocsAssistant",
-    "Relevance",
-    "RelevanceRule",
-    "RelevantRetriever",
-    "TermWeights",
     "ask_docs",
-    "content_terms",
     "create_docs_assistant",
 ]
 

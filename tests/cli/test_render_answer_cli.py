@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from agentskit_chat.answers import render_answer
+from agentskit_chat.answer_commit import render_answer
 from agentskit_chat.cli import app
 
 runner = CliRunner()

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentskit_chat.ask import AskService, GenerationRequest, TextDelta, UsageReport
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.generation import NO_GROUNDED_ANSWER, ExtractiveGenerator
 from agentskit_chat.protocol import AskMessage, AskUsage, BackendSiteConfig, GroundedSource
+from agentskit_chat.service import AskService, GenerationRequest, TextDelta, UsageReport
 
 pytestmark = pytest.mark.anyio
 

@@ -22,17 +22,12 @@ from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from agentskit_chat.ask import MetricSink
 from agentskit_chat.errors import ConfigurationError
-from agentskit_chat.ops import (
-    OTEL_INSTRUMENTS,
-    HealthzApp,
-    OpenTelemetryMetricSink,
-    create_healthz_app,
-    create_prometheus_metrics_app,
-)
+from agentskit_chat.ops import OTEL_INSTRUMENTS, OpenTelemetryMetricSink
 from agentskit_chat.protocol import BACKEND_METRIC_NAMES, BACKEND_METRIC_UNIT_BY_NAME, BackendMetric
-from tests.ask._service_support import QUESTION, body, make_app, serve
+from agentskit_chat.server import HealthzApp, create_healthz_app, create_prometheus_metrics_app
+from agentskit_chat.service import MetricSink
+from tests.service._support import QUESTION, body, make_app, serve
 
 pytestmark = pytest.mark.anyio
 

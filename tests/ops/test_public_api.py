@@ -11,14 +11,9 @@ NAMES = [
     "DEFAULT_RATE_LIMIT_PREFIX",
     "DURATION_BUCKETS_MS",
     "OTEL_INSTRUMENTS",
-    "HealthCheck",
-    "HealthzApp",
     "OpenTelemetryMetricSink",
     "OtelInstrument",
-    "PrometheusMetricsApp",
     "RedisRateLimiter",
-    "create_healthz_app",
-    "create_prometheus_metrics_app",
 ]
 
 
@@ -30,7 +25,7 @@ def test_exported_names_are_pinned() -> None:
 
 def test_importing_the_package_loads_no_driver() -> None:
     probe = (
-        "import sys, agentskit_chat.ops, agentskit_chat.generation._pydantic_ai; "
+        "import sys, agentskit_chat.ops, agentskit_chat.agents._writer; "
         "print(sorted(m for m in ('redis', 'opentelemetry', 'prometheus_client', 'pydantic_ai') "
         "if m in sys.modules))"
     )

@@ -18,11 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from redis.asyncio import ConnectionPool, Redis
 
-from agentskit_chat.ask import InMemoryRateLimiter, RateLimitDecision, RateLimiter
 from agentskit_chat.errors import ConfigurationError, RateLimitError
 from agentskit_chat.ops import RedisRateLimiter
 from agentskit_chat.protocol import BackendSiteConfig
-from tests.ask._service_support import FEDERATED_SITE, LOCAL_SITE
+from agentskit_chat.service import InMemoryRateLimiter, RateLimitDecision, RateLimiter
+from tests.service._support import FEDERATED_SITE, LOCAL_SITE
 
 pytestmark = pytest.mark.anyio
 

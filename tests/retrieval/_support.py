@@ -6,9 +6,9 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from agentskit_chat.ask import RetrievalRequest
 from agentskit_chat.protocol import AskMessage, decode_backend_site_config
 from agentskit_chat.protocol.fixtures import BACKEND_SITE_CONFIG_FIXTURE
+from agentskit_chat.service import RetrievalRequest
 
 #: The project's own documentation folder (also the docs assistant's demo corpus).
 PROJECT_DOCS = Path(__file__).resolve().parents[2] / "docs"

@@ -18,7 +18,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from agentskit_chat.ask import Retriever
 from agentskit_chat.errors import ConfigurationError, RetrievalError
 from agentskit_chat.generation import ExtractiveGenerator
 from agentskit_chat.protocol import decode_grounded_source, is_safe_href
@@ -32,7 +31,8 @@ from agentskit_chat.retrieval import (
     MarkdownCorpus,
     SQLiteFTSRetriever,
 )
-from tests.ask._service_support import (
+from agentskit_chat.service import Retriever
+from tests.service._support import (
     CONTEXT,
     FEDERATED_SITE,
     ScriptedGenerator,

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentskit_chat.ask import RetrievalRequest, Retriever, SourceCandidate
 from agentskit_chat.errors import ConfigurationError, RetrievalError
 from agentskit_chat.protocol import GroundedSource
 from agentskit_chat.retrieval import (
@@ -20,6 +19,7 @@ from agentskit_chat.retrieval import (
     SQLiteFTSRetriever,
     reciprocal_rank_fusion,
 )
+from agentskit_chat.service import RetrievalRequest, Retriever, SourceCandidate
 
 from ._support import CORPUS, request
 

@@ -11,10 +11,10 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from agentskit_chat.ask import Retriever
 from agentskit_chat.errors import ConfigurationError, RetrievalError
 from agentskit_chat.protocol import GroundedSource, decode_grounded_source
 from agentskit_chat.retrieval import MarkdownCorpus, PostgresFTSRetriever, load_markdown_corpus
+from agentskit_chat.service import Retriever
 
 from ._support import CORPUS, HOSTILE_QUERIES, QUESTIONS, request, write_corpus
 

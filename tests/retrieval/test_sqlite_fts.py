@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentskit_chat.ask import Retriever
 from agentskit_chat.errors import ConfigurationError, RetrievalError
 from agentskit_chat.protocol import GroundedSource, decode_grounded_source
 from agentskit_chat.retrieval import (
@@ -21,6 +20,7 @@ from agentskit_chat.retrieval import (
     load_markdown_corpus,
     query_terms,
 )
+from agentskit_chat.service import Retriever
 
 from ._support import CORPUS, HOSTILE_QUERIES, PROJECT_DOCS, QUESTIONS, request, write_corpus
 

@@ -21,9 +21,9 @@ import redis.asyncio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentskit_chat.ask import AskSessionStore, SessionKey
 from agentskit_chat.errors import StorageError
 from agentskit_chat.protocol import AskMessage, AskSessionRecord
+from agentskit_chat.service import AskSessionStore, SessionKey
 from agentskit_chat.storage import (
     AnyAskSessionStore,
     MemoryAskSessionStore,

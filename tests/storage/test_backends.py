@@ -15,9 +15,9 @@ import pytest
 import redis.asyncio
 
 from agentskit_chat import storage
-from agentskit_chat.ask import SessionKey
 from agentskit_chat.errors import ConfigurationError, StorageError
 from agentskit_chat.protocol import AskMessage, AskSessionRecord
+from agentskit_chat.service import SessionKey
 from agentskit_chat.storage import (
     MemoryAskSessionStore,
     PostgresAskSessionStore,

@@ -12,10 +12,10 @@ from typing import Any
 import anyio
 import pytest
 
-from agentskit_chat.ask import SessionKey
 from agentskit_chat.errors import StorageError
 from agentskit_chat.protocol import AskSessionRecord, SessionSnapshot
 from agentskit_chat.runtime import ChatMessage
+from agentskit_chat.service import SessionKey
 from agentskit_chat.storage import SQLiteAskSessionStore, SQLiteChatMemory, SQLiteSessionStorage
 from agentskit_chat.storage._sqlite_file import immediate_transaction
 from tests._loop import no_blocking

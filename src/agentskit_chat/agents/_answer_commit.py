@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any, Final
 from agentskit_chat._drivers import require_extra
 from agentskit_chat.errors import ConfigurationError
 
+from ._models import resolve_model
+
 if TYPE_CHECKING:
     from pydantic_ai import Agent
     from pydantic_ai.messages import ModelMessage
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
     from pydantic_ai.tools import Tool
     from pydantic_ai.toolsets import AgentToolset
 
-    from agentskit_chat.answers import CommittedAnswer
+    from agentskit_chat.answer_commit import CommittedAnswer
 
 __all__ = [
     "ANALYST_AGENT_NAME",
@@ -147,8 +149,6 @@ def create_agent(
     """
     require_extra(_LLM_EXTRA_USER, "llm", "pydantic_ai")
     from pydantic_ai import Agent, DeferredToolRequests  # noqa: PLC0415
-
-    from agentskit_chat.generation._pydantic_ai import resolve_model  # noqa: PLC0415
 
     from ._answer_commit_hooks import (  # noqa: PLC0415
         AnswerCommitGuard,

@@ -28,7 +28,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 
-from agentskit_chat.answers import (
+from agentskit_chat.answer_commit import (
     ANSWER_COMMIT_DESCRIPTION,
     ANSWER_COMMIT_TOOL_NAME,
     CommittedAnswer,

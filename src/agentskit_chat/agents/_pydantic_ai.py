@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from pydantic_ai.settings import ModelSettings
     from pydantic_ai.usage import UsageLimits
 
-    from agentskit_chat.answers import CommittedAnswer
+    from agentskit_chat.answer_commit import CommittedAnswer
 
     from ._pydantic_ai_history import RunInput
 
@@ -77,7 +77,7 @@ def _offers_answer_commit(agent: AbstractAgent[Any, Any]) -> bool:
     """Whether the agent's output types include the ``answer_commit`` output tool."""
     from pydantic_ai import ToolOutput  # noqa: PLC0415
 
-    from agentskit_chat.answers import ANSWER_COMMIT_TOOL_NAME  # noqa: PLC0415
+    from agentskit_chat.answer_commit import ANSWER_COMMIT_TOOL_NAME  # noqa: PLC0415
 
     output_type = agent.output_type
     outputs = output_type if isinstance(output_type, Sequence) else (output_type,)
@@ -88,7 +88,7 @@ def _offers_answer_commit(agent: AbstractAgent[Any, Any]) -> bool:
 
 
 def _committed(part: ToolCallPart) -> CommittedAnswer | None:
-    from agentskit_chat.answers import commit_answer  # noqa: PLC0415
+    from agentskit_chat.answer_commit import commit_answer  # noqa: PLC0415
     from agentskit_chat.errors import AnswerCommitError  # noqa: PLC0415
 
     try:

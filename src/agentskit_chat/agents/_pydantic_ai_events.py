@@ -40,7 +40,7 @@ from pydantic_ai import (
 from pydantic_ai.messages import ToolCallPart, ToolReturnPart
 from pydantic_ai.usage import RunUsage
 
-from agentskit_chat.answers import ANSWER_COMMIT_TOOL_NAME, CommittedAnswer
+from agentskit_chat.answer_commit import ANSWER_COMMIT_TOOL_NAME, CommittedAnswer
 from agentskit_chat.protocol import TokenUsage, ToolCall
 from agentskit_chat.protocol._json import js_stringify
 from agentskit_chat.runtime import StreamChunk

@@ -7,9 +7,7 @@ assistant content, and hands out single-use reservations for choice clicks. The 
 cases live in :mod:`agentskit_chat.answers.fixtures`. :func:`build_local_knowledge_artifact`
 produces an artifact from a folder of Markdown. See ``docs/answers.md`` and ``docs/artifacts.md``.
 
-:func:`render_answer` is the ``answer_commit`` renderer: an agent's final answer, validated and
-laid out by code (fields, a table in Markdown/CSV/TSV/lines, or unresolved), never by prose.
-See ``docs/answer-commit.md``.
+The ``answer_commit`` renderer has its own package, :mod:`agentskit_chat.answer_commit`.
 """
 
 from __future__ import annotations
@@ -29,21 +27,6 @@ from ._choices import (
     ChoiceReservationStore,
     ChoiceUnavailable,
 )
-from ._commit import (
-    AnswerReading,
-    AnswerShape,
-    CommittedAnswer,
-    commit_answer,
-    render_answer,
-)
-from ._commit_schema import (
-    ANSWER_COMMIT_DESCRIPTION,
-    ANSWER_COMMIT_TOOL_NAME,
-    MAX_BASIS_CHARACTERS,
-    MAX_RENDERED_ANSWER_CHARACTERS,
-    answer_commit_json_schema,
-    is_reserved_tool_name,
-)
 from ._producer import (
     ARTIFACT_FILE_NAME,
     DEFAULT_ARTIFACT_HREF,
@@ -61,37 +44,26 @@ from ._resolver import (
 )
 
 __all__ = [
-    "ANSWER_COMMIT_DESCRIPTION",
-    "ANSWER_COMMIT_TOOL_NAME",
     "ARTIFACT_FILE_NAME",
     "CHOICE_UNAVAILABLE",
     "DEFAULT_ARTIFACT_HREF",
     "ESCALATION_METADATA_KEY",
-    "MAX_BASIS_CHARACTERS",
     "MAX_CHOICE_SESSIONS",
-    "MAX_RENDERED_ANSWER_CHARACTERS",
     "MAX_SESSION_CHOICES",
     "SITE_FILE_NAME",
-    "AnswerReading",
-    "AnswerShape",
     "ArtifactBuild",
     "ArtifactBuildStats",
     "ChoiceReservation",
     "ChoiceReservationStore",
     "ChoiceUnavailable",
     "Clock",
-    "CommittedAnswer",
     "DecisionObserver",
     "DeterministicAnswerAdapter",
     "DeterministicAnswerResolver",
     "FallbackMode",
     "LeftOut",
-    "answer_commit_json_schema",
     "build_local_knowledge_artifact",
-    "commit_answer",
     "create_deterministic_answer_adapter",
     "create_deterministic_answer_resolver",
-    "is_reserved_tool_name",
-    "render_answer",
     "write_artifact_build",
 ]

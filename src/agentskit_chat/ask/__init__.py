@@ -1,11 +1,12 @@
-"""The trusted Ask backend: ports, the service pipeline and its ASGI app, the client adapter.
+"""The Ask client: a chat adapter that talks to an Ask service over HTTP.
 
-Needs the ``server`` extra (Starlette for the app, httpx for the client).
+:func:`create_ask_adapter` posts each turn as an ``agentskit.chat.ask`` request and streams the
+NDJSON events back as chat chunks. The service itself lives in :mod:`agentskit_chat.service`
+(the pipeline) and :mod:`agentskit_chat.server` (its ASGI app). Needs the ``server`` extra
+(httpx).
 """
 
 from __future__ import annotations
-
-from agentskit_chat.errors import AskServiceError
 
 from ._client import (
     ASK_CONNECT_TIMEOUT_MESSAGE,
@@ -24,31 +25,6 @@ from ._client_projection import (
     trim_ask_history,
 )
 from ._client_request import encode_ask_request_body, resolve_ask_endpoint
-from ._metrics import MetricSink
-from ._ports import (
-    AskSessionStore,
-    GenerationRequest,
-    Generator,
-    RateLimitDecision,
-    RateLimiter,
-    RetrievalRequest,
-    Retriever,
-    SessionKey,
-    SourceCandidate,
-    TextDelta,
-    UsageReport,
-)
-from ._rate_limit import InMemoryRateLimiter
-from ._service import (
-    AskService,
-    Authenticated,
-    AuthResult,
-    Refused,
-    ResolveSite,
-    ResolveSubjectId,
-)
-from ._service_app import AskServiceApp, Authenticate, create_ask_service_app
-from ._service_stream import AskResponse
 
 __all__ = [
     "ASK_CONNECT_TIMEOUT_MESSAGE",
@@ -57,33 +33,9 @@ __all__ = [
     "ASK_CONTENT_RECORD_LIMIT_MESSAGE",
     "ASK_REQUEST_FAILED_MESSAGE",
     "AskAdapter",
-    "AskResponse",
-    "AskService",
-    "AskServiceApp",
-    "AskServiceError",
-    "AskSessionStore",
     "AskSource",
-    "AuthResult",
-    "Authenticate",
-    "Authenticated",
-    "GenerationRequest",
-    "Generator",
-    "InMemoryRateLimiter",
-    "MetricSink",
     "ProjectTool",
-    "RateLimitDecision",
-    "RateLimiter",
-    "Refused",
-    "ResolveSite",
-    "ResolveSubjectId",
-    "RetrievalRequest",
-    "Retriever",
-    "SessionKey",
-    "SourceCandidate",
-    "TextDelta",
-    "UsageReport",
     "create_ask_adapter",
-    "create_ask_service_app",
     "encode_ask_request_body",
     "project_ask_event",
     "project_ask_messages",

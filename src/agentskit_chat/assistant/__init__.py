@@ -2,8 +2,9 @@
 
 :func:`create_docs_assistant` builds everything from one folder: the verified knowledge
 artifact for exact answers, the chunk index, and the Ask service in process behind them, with a
-relevance rule (:class:`RelevanceRule`) that refuses to answer from weakly related text. Its
-``asgi_app`` serves the same over HTTP. See ``docs/getting-started.md``.
+relevance rule (:class:`~agentskit_chat.retrieval.RelevanceRule`) that refuses to answer from
+weakly related text. :func:`agentskit_chat.server.create_docs_assistant_app` serves it over
+HTTP. See ``docs/getting-started.md``.
 """
 
 from __future__ import annotations
@@ -18,13 +19,6 @@ from ._assistant import (
     create_docs_assistant,
 )
 from ._backend import ASSISTANT_ID, CORPUS_ID, NO_GROUNDED_SOURCES, PROVIDER, Caller
-from ._relevance import (
-    Relevance,
-    RelevanceRule,
-    RelevantRetriever,
-    TermWeights,
-    content_terms,
-)
 
 __all__ = [
     "AGENT_ENV",
@@ -37,11 +31,6 @@ __all__ = [
     "Caller",
     "DocsAgent",
     "DocsAssistant",
-    "Relevance",
-    "RelevanceRule",
-    "RelevantRetriever",
-    "TermWeights",
     "ask_docs",
-    "content_terms",
     "create_docs_assistant",
 ]

@@ -20,22 +20,15 @@ import anyio
 import anyio.to_thread
 
 from agentskit_chat._observers import notify
+from agentskit_chat.agents import AnalystGenerator, PydanticAIGenerator
 from agentskit_chat.answers import (
     ArtifactBuild,
     DeterministicAnswerResolver,
     build_local_knowledge_artifact,
     create_deterministic_answer_resolver,
 )
-from agentskit_chat.ask import (
-    AskService,
-    AskSessionStore,
-    Generator,
-    InMemoryRateLimiter,
-    MetricSink,
-    RateLimiter,
-)
 from agentskit_chat.errors import ConfigurationError
-from agentskit_chat.generation import AnalystGenerator, ExtractiveGenerator, PydanticAIGenerator
+from agentskit_chat.generation import ExtractiveGenerator
 from agentskit_chat.protocol import (
     BackendMetric,
     BackendSiteConfig,
@@ -46,25 +39,34 @@ from agentskit_chat.protocol import (
 from agentskit_chat.protocol._types import is_safe_id
 from agentskit_chat.retrieval import (
     IndexReport,
+    RelevanceRule,
+    RelevantRetriever,
     RetrievedChunk,
     SQLiteFTSRetriever,
+    TermWeights,
     load_markdown_corpus,
+)
+from agentskit_chat.service import (
+    AskService,
+    AskSessionStore,
+    Generator,
+    InMemoryRateLimiter,
+    MetricSink,
+    RateLimiter,
 )
 
 from ._backend import (
     IN_PROCESS,
     Caller,
     HttpOnlyLimiter,
-    ask_request_body,
+    ask_request,
     read_answer,
     site_config,
     subject_of,
 )
-from ._relevance import RelevanceRule, RelevantRetriever, TermWeights
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
-    from starlette.applications import Starlette
 
 __all__ = [
     "AGENT_ENV",
@@ -169,7 +171,6 @@ class DocsAssistant:
         self._state: _State | None = None
         self._lock = anyio.Lock()
         self._metric_sinks: list[MetricSink] = []
-        self._app: Starlette | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -318,19 +319,6 @@ class DocsAssistant:
         """The relevance rule in force."""
         return self._relevance
 
-    @property
-    def asgi_app(self) -> Starlette:
-        """The web app: ``POST /api/ask``, ``POST /api/answer``, ``GET /healthz``, ``GET /metrics``.
-
-        Built on first use (it needs the ``server`` extra). Its lifespan opens the assistant
-        when it is not open yet, so ``uvicorn`` can serve it directly.
-        """
-        if self._app is None:
-            from ._app import create_docs_assistant_app  # noqa: PLC0415
-
-            self._app = create_docs_assistant_app(self)
-        return self._app
-
     async def ready(self) -> bool:
         """Whether the assistant is open and its index answers (the ``/healthz`` check)."""
         state = self._state
@@ -391,9 +379,7 @@ class DocsAssistant:
             return decision
         if session_id is None and state.site.persistence.mode == "required":
             session_id = f"ask-{uuid.uuid4().hex}"
-        response = await state.service.stream(
-            caller, ask_request_body(question, decision, session_id)
-        )
+        response = await state.service.answer(caller, ask_request(question, decision, session_id))
         return await read_answer(response, decision, getattr(state.generator, "model_name", None))
 
 

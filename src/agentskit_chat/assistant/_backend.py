@@ -11,23 +11,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from agentskit_chat.ask import AskResponse, RateLimitDecision, RateLimiter
 from agentskit_chat.errors import AskServiceError
 from agentskit_chat.generation import NO_GROUNDED_ANSWER
 from agentskit_chat.protocol import (
     ANSWER_PROTOCOL,
     AskDoneEvent,
     AskErrorEvent,
+    AskRequest,
     AskTextEvent,
     AskToolEvent,
     BackendSiteConfig,
     Citation,
     EscalationAnswer,
     ExactAnswer,
+    decode_ask_request,
 )
 from agentskit_chat.protocol._decode import validate_model
-from agentskit_chat.protocol._json import js_stringify
 from agentskit_chat.protocol._text import js_trim, truncate_utf16
+from agentskit_chat.service import AskResponse, RateLimitDecision, RateLimiter
 
 __all__ = [
     "ASSISTANT_ID",
@@ -37,7 +38,7 @@ __all__ = [
     "PROVIDER",
     "Caller",
     "HttpOnlyLimiter",
-    "ask_request_body",
+    "ask_request",
     "read_answer",
     "refusal",
     "site_config",
@@ -171,14 +172,24 @@ def refusal(decision: EscalationAnswer) -> EscalationAnswer:
     )
 
 
-def ask_request_body(question: str, decision: EscalationAnswer, session_id: str | None) -> bytes:
-    """The Ask request for ``question``: one user message, the escalation attached."""
+def ask_request(question: str, decision: EscalationAnswer, session_id: str | None) -> AskRequest:
+    """The Ask request for ``question``: one user message, the escalation attached.
+
+    Raises:
+        AskServiceError: 400 with the protocol's diagnostic when the question or the session id
+            breaks a bound of the request (an over-long question, an unsafe session id), as the
+            service would answer the same request over HTTP.
+    """
     request: dict[str, Any] = {"protocol": "agentskit.chat.ask", "version": 1}
     if session_id is not None:
         request["sessionId"] = session_id
     request["messages"] = [{"role": "user", "content": question}]
     request["deterministic"] = decision.to_wire()
-    return js_stringify(request).encode("utf-8", "surrogatepass")
+    decoded = decode_ask_request(request)
+    if not decoded.ok:
+        diagnostic = decoded.diagnostic
+        raise AskServiceError(400, diagnostic.code, diagnostic.message, retryable=False)
+    return decoded.value
 
 
 async def read_answer(

@@ -14,7 +14,7 @@ from typing import Annotated
 
 import typer
 
-from agentskit_chat.answers import render_answer
+from agentskit_chat.answer_commit import render_answer
 from agentskit_chat.errors import AnswerCommitError
 
 __all__ = ["render_answer_command"]

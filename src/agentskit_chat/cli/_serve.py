@@ -15,8 +15,8 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from agentskit_chat.assistant import DocsAssistant, create_docs_assistant
-from agentskit_chat.assistant._app import is_loopback
 from agentskit_chat.errors import AgentsKitChatError, ConfigurationError
+from agentskit_chat.server import create_docs_assistant_app, is_loopback
 
 from ._ask import AgentOption
 
@@ -121,7 +121,7 @@ def serve_command(
         assistant = create_docs_assistant(
             docs_dir, index_path=index, model=model, agent=agent, api_key=api_key or None
         )
-        app = assistant.asgi_app
+        app = create_docs_assistant_app(assistant)
     except ConfigurationError as error:
         _fail(str(error), 2)
     except ImportError as error:

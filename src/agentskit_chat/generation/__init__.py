@@ -1,23 +1,12 @@
-"""Generators behind the Ask service's ``Generator`` port.
+"""Generators behind the Ask service's ``Generator`` port that need no model.
 
-:class:`ExtractiveGenerator` needs no model: it answers with the best-matching sentences of the
-retrieved sources and cites each one. :class:`PydanticAIGenerator` streams from any model
-pydantic-ai supports (the ``llm`` extra; imported only when a generator is built).
-:class:`AnalystGenerator` answers through an analyst agent that finishes with ``answer_commit``,
-so the answer's text is rendered by code.
+:class:`ExtractiveGenerator` answers with the best-matching passages of the retrieved sources
+and cites each one. The model-backed generators (``PydanticAIGenerator``, ``AnalystGenerator``)
+live with the rest of the pydantic-ai code in :mod:`agentskit_chat.agents`.
 """
 
 from __future__ import annotations
 
-from ._analyst import ANALYST_GROUNDING_RULES, AnalystGenerator
 from ._extractive import NO_GROUNDED_ANSWER, ExtractiveGenerator
-from ._pydantic_ai import GROUNDING_RULES, PydanticAIGenerator
 
-__all__ = [
-    "ANALYST_GROUNDING_RULES",
-    "GROUNDING_RULES",
-    "NO_GROUNDED_ANSWER",
-    "AnalystGenerator",
-    "ExtractiveGenerator",
-    "PydanticAIGenerator",
-]
+__all__ = ["NO_GROUNDED_ANSWER", "ExtractiveGenerator"]

@@ -22,9 +22,9 @@ from typing import Final
 import anyio.lowlevel
 import anyio.to_thread
 
-from agentskit_chat.ask import GenerationRequest, TextDelta, UsageReport
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import AskUsage, GroundedSource
+from agentskit_chat.service import GenerationRequest, TextDelta, UsageReport
 
 __all__ = ["NO_GROUNDED_ANSWER", "ExtractiveGenerator"]
 

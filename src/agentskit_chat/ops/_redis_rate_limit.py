@@ -20,9 +20,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
 from agentskit_chat._drivers import redis_client, require_extra
-from agentskit_chat.ask import RateLimitDecision
 from agentskit_chat.errors import ConfigurationError, RateLimitError
 from agentskit_chat.protocol import BackendSiteConfig
+from agentskit_chat.service import RateLimitDecision
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis

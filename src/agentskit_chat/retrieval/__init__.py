@@ -10,8 +10,10 @@
   rankings by reciprocal rank fusion.
 - :class:`LangChainRetriever` and :class:`LlamaIndexRetriever` put a LangChain or LlamaIndex
   retriever behind the same port (extras ``langchain`` / ``llamaindex``, imported when built).
+- :class:`RelevantRetriever` keeps only sections relevant enough to answer from
+  (:class:`RelevanceRule`), so a question the docs do not cover is refused.
 
-Each implements the :class:`~agentskit_chat.ask.Retriever` port. See ``docs/retrieval.md``.
+Each implements the :class:`~agentskit_chat.service.Retriever` port. See ``docs/retrieval.md``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,14 @@ from ._langchain import LangChainRetriever
 from ._llamaindex import LlamaIndexRetriever
 from ._postgres_fts import DEFAULT_CHUNK_TABLE, PostgresFTSRetriever
 from ._query import query_terms
+from ._relevance import (
+    Relevance,
+    RelevanceRule,
+    RelevantRetriever,
+    Searcher,
+    TermWeights,
+    content_terms,
+)
 from ._results import DEFAULT_TOP_K, MAX_TOP_K, IndexReport, RetrievedChunk
 from ._sqlite_fts import SQLiteFTSRetriever, build_index
 
@@ -61,10 +71,16 @@ __all__ = [
     "MarkdownCorpus",
     "MarkdownDocument",
     "PostgresFTSRetriever",
+    "Relevance",
+    "RelevanceRule",
+    "RelevantRetriever",
     "RetrievedChunk",
     "SQLiteFTSRetriever",
+    "Searcher",
+    "TermWeights",
     "build_index",
     "chunk_markdown",
+    "content_terms",
     "github_slug",
     "load_markdown_corpus",
     "query_terms",

@@ -21,7 +21,7 @@ from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import GroundedSource, is_safe_href
 
 if TYPE_CHECKING:
-    from agentskit_chat.ask import RetrievalRequest
+    from agentskit_chat.service import RetrievalRequest
 from agentskit_chat.protocol._text import js_trim, utf16_len
 from agentskit_chat.protocol._types import is_safe_id
 

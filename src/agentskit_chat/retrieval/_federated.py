@@ -22,7 +22,7 @@ from ._results import DEFAULT_TOP_K, MAX_TOP_K, check_top_k
 
 if TYPE_CHECKING:
     # Only for annotations: the Ask service may import retrievers, never the other way round.
-    from agentskit_chat.ask import RetrievalRequest, Retriever, SourceCandidate
+    from agentskit_chat.service import RetrievalRequest, Retriever, SourceCandidate
 
 __all__ = [
     "DEFAULT_RRF_K",

@@ -15,7 +15,7 @@ from ._adapters import AdapterReport, ReportingRetriever, SourceMapper, missing_
 if TYPE_CHECKING:
     from langchain_core.retrievers import BaseRetriever
 
-    from agentskit_chat.ask import RetrievalRequest
+    from agentskit_chat.service import RetrievalRequest
 
 __all__ = ["LangChainRetriever"]
 

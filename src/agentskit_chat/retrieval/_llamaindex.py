@@ -18,7 +18,7 @@ from ._adapters import AdapterReport, ReportingRetriever, SourceMapper, missing_
 if TYPE_CHECKING:
     from llama_index.core.retrievers import BaseRetriever
 
-    from agentskit_chat.ask import RetrievalRequest
+    from agentskit_chat.service import RetrievalRequest
 
 __all__ = ["LlamaIndexRetriever"]
 

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from psycopg.sql import Composed
     from psycopg_pool import AsyncConnectionPool
 
-    from agentskit_chat.ask import RetrievalRequest
+    from agentskit_chat.service import RetrievalRequest
 
 __all__ = ["DEFAULT_CHUNK_TABLE", "PostgresFTSRetriever"]
 

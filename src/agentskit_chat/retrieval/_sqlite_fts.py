@@ -36,7 +36,7 @@ from ._results import (
 )
 
 if TYPE_CHECKING:
-    from agentskit_chat.ask import RetrievalRequest
+    from agentskit_chat.service import RetrievalRequest
 
 __all__ = ["SQLiteFTSRetriever", "build_index"]
 

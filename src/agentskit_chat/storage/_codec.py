@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-from agentskit_chat.ask import SessionKey
 from agentskit_chat.errors import StorageError
 from agentskit_chat.protocol import AskSessionRecord, Decoded, decode_ask_session_record
+from agentskit_chat.service import SessionKey
 
 from ._keys import check_session_key
 

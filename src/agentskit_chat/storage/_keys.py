@@ -9,7 +9,7 @@ mapping is injective and :func:`parse_storage_key` inverts it, while keys made o
 
 from __future__ import annotations
 
-from agentskit_chat.ask import SessionKey
+from agentskit_chat.service import SessionKey
 
 __all__ = ["check_session_key", "parse_storage_key", "storage_key"]
 

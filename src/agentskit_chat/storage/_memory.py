@@ -8,8 +8,8 @@ from types import TracebackType
 
 import anyio.lowlevel
 
-from agentskit_chat.ask import SessionKey
 from agentskit_chat.protocol import AskSessionRecord
+from agentskit_chat.service import SessionKey
 
 from ._codec import check_save, closed_error, decode_record
 from ._keys import check_session_key, storage_key

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from agentskit_chat._drivers import postgres_pool, require_extra
-from agentskit_chat.ask import SessionKey
 from agentskit_chat.errors import StorageError
 from agentskit_chat.protocol import AskSessionRecord
+from agentskit_chat.service import SessionKey
 
 from ._codec import check_save, closed_error, decode_record, failed_error, unavailable_error
 from ._keys import check_session_key

@@ -14,9 +14,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from agentskit_chat._drivers import redis_client
-from agentskit_chat.ask import SessionKey
 from agentskit_chat.errors import StorageError
 from agentskit_chat.protocol import AskSessionRecord
+from agentskit_chat.service import SessionKey
 
 from ._codec import (
     check_save,

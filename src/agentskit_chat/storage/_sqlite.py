@@ -14,8 +14,8 @@ import re
 import sqlite3
 import time
 
-from agentskit_chat.ask import SessionKey
 from agentskit_chat.protocol import AskSessionRecord
+from agentskit_chat.service import SessionKey
 
 from ._codec import check_save, decode_record
 from ._keys import check_session_key

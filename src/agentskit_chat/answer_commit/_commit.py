@@ -22,8 +22,8 @@ from agentskit_chat.errors import AnswerCommitError
 from agentskit_chat.protocol._json import JsonSyntaxError, parse_json_text
 from agentskit_chat.protocol._text import utf16_len
 
-from ._commit_format import Cell, TableFormat, number_problem, render_table, scalar_text
-from ._commit_schema import (
+from ._format import Cell, TableFormat, number_problem, render_table, scalar_text
+from ._schema import (
     MAX_BASIS_CHARACTERS,
     MAX_PRECISION,
     MAX_RENDERED_ANSWER_CHARACTERS,

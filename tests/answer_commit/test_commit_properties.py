@@ -11,8 +11,8 @@ from typing import Any
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from agentskit_chat.answers import render_answer
-from agentskit_chat.answers._commit_format import format_number, number_problem
+from agentskit_chat.answer_commit import render_answer
+from agentskit_chat.answer_commit._format import format_number, number_problem
 
 text = st.text(max_size=12)
 cells = st.one_of(st.none(), text, st.integers(-(10**12), 10**12), st.booleans())

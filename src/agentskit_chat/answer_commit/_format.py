@@ -16,7 +16,7 @@ from typing import Final, Literal
 
 from agentskit_chat.protocol._json import MAX_SAFE_INTEGER
 
-from ._commit_schema import MAX_SIGNIFICANT_DIGITS
+from ._schema import MAX_SIGNIFICANT_DIGITS
 
 __all__ = [
     "Cell",

@@ -20,16 +20,17 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from agentskit_chat._drivers import require_extra
-from agentskit_chat.ask import GenerationRequest, TextDelta, UsageReport
 from agentskit_chat.protocol import ASK_REQUEST_MAX_MESSAGE_CHARS, AskUsage
 from agentskit_chat.protocol._text import js_trim, truncate_utf16, utf16_len
+from agentskit_chat.service import GenerationRequest, TextDelta, UsageReport
 
-from ._pydantic_ai import (
+from ._answer_commit import ANALYST_AGENT_NAME, create_agent
+from ._models import resolve_model
+from ._writer import (
     CitationFilter,
     _history,
     check_generator_options,
     render_sources_prompt,
-    resolve_model,
 )
 
 if TYPE_CHECKING:
@@ -135,7 +136,6 @@ class AnalystGenerator:
     ) -> None:
         require_extra("AnalystGenerator", "llm", "pydantic_ai")
         check_generator_options(max_output_chars, max_history_messages, instructions)
-        from agentskit_chat.agents import ANALYST_AGENT_NAME, create_agent  # noqa: PLC0415
 
         self._model = resolve_model(model, api_key=api_key)
         self._instructions = instructions

@@ -22,13 +22,13 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agentskit_chat.answers import render_answer
-from agentskit_chat.ask import GenerationRequest, Generator, TextDelta, UsageReport
+from agentskit_chat.agents import ANALYST_GROUNDING_RULES, AnalystGenerator
+from agentskit_chat.answer_commit import render_answer
 from agentskit_chat.errors import ConfigurationError
-from agentskit_chat.generation import ANALYST_GROUNDING_RULES, AnalystGenerator
 from agentskit_chat.protocol import AskMessage, AskUsage, BackendSiteConfig, GroundedSource
+from agentskit_chat.service import GenerationRequest, Generator, TextDelta, UsageReport
 from tests._loop import no_blocking
-from tests.ask._service_support import LOCAL_SITE, body, make_service, read_all
+from tests.service._support import LOCAL_SITE, body, make_service, read_all
 
 pytestmark = pytest.mark.anyio
 

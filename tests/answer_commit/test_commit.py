@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agentskit_chat.answers import (
+from agentskit_chat.answer_commit import (
     AnswerReading,
     CommittedAnswer,
     commit_answer,

@@ -1,37 +1,61 @@
-"""The Ask service as an ASGI app: a thin transport around :class:`AskService`.
+"""The Ask service over HTTP: the edge that turns a request into a typed call of the pipeline.
 
-The app reads nothing the pipeline has not asked for: the authenticator gets a Starlette
-``Request`` with no receive channel (it cannot read the body), and the body is pulled from the
-ASGI ``receive`` only when the pipeline reaches that step, after the rate limit. Once the body
-is in, a watcher listens for ``http.disconnect``; a client that goes away cancels whatever is
-running (retrieval, generation, persistence) and the request is recorded as cancelled.
+The app checks the method and the media type, then hands :class:`~agentskit_chat.service.AskService`
+a reader for the body; the pipeline calls it only after authentication, the trusted site and the
+rate limit, so nothing of a refused request is read. The authenticator gets a Starlette
+``Request`` with no receive channel (it cannot read the body). The body is read by the one
+bounded reader of :mod:`agentskit_chat.server` (size and time bounds) and decoded by the
+protocol's decoder. Once it is in, a watcher listens for ``http.disconnect``: a client that goes
+away cancels whatever is running (retrieval, generation, persistence) and the request is
+recorded as cancelled.
+
+A client that leaves *before* its body is read cannot be noticed earlier: ASGI reports a
+disconnect only through ``receive``, which hands out the body first, and reading the body before
+the rate limit is exactly what the pipeline must not do. Such a request stops at the body step
+with nothing retrieved or generated (``docs/differences.md``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeAlias
-from urllib.parse import parse_qsl
 
 import anyio
 import anyio.lowlevel
 
-from agentskit_chat.protocol import ASK_ERROR_CASES
+from agentskit_chat.errors import AskServiceError
+from agentskit_chat.protocol import ASK_ERROR_CASES, AskRequest
+from agentskit_chat.service import (
+    AskResponse,
+    AskService,
+    AskSessionStore,
+    AuthResult,
+    Generator,
+    MetricSink,
+    RateLimiter,
+    Refused,
+    ResolveSite,
+    ResolveSubjectId,
+    Retriever,
+)
 
-from ._metrics import MetricSink
-from ._ports import AskSessionStore, Generator, RateLimiter, Retriever
-from ._service import AskService, AuthResult, Refused, ResolveSite, ResolveSubjectId
-from ._service_stream import AskResponse
+from ._asgi import Receive, Scope, Send, handle_non_http, header, query_params
+from ._body import (
+    DEFAULT_BODY_TIMEOUT_S,
+    BodySource,
+    BodyTimedOut,
+    BodyTooLarge,
+    ClientDisconnected,
+    RequestBody,
+    check_body_timeout,
+    read_body_source,
+)
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-__all__ = ["AskServiceApp", "Authenticate", "create_ask_service_app"]
-
-Scope: TypeAlias = MutableMapping[str, Any]
-Receive: TypeAlias = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send: TypeAlias = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+__all__ = ["AskServiceApp", "Authenticate", "create_ask_service_app", "serve_ask"]
 
 #: Authenticates a request (sync or async). It receives a Starlette ``Request`` whose body
 #: cannot be read, and returns ``Authenticated(context)`` or ``Refused(response)``.
@@ -48,50 +72,52 @@ def _import_request() -> type[Request]:
     return Request
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
-    # Fetch's ``headers.get`` joins repeated headers with ", ".
-    values = [value for key, value in scope.get("headers", ()) if key.lower() == name]
-    if not values:
-        return None
-    return ", ".join(value.decode("latin-1") for value in values)
+def _case(name: str) -> AskServiceError:
+    case = ASK_ERROR_CASES[name]
+    return AskServiceError(case.status, case.code, case.message, retryable=case.retryable)
 
 
-def _query(scope: Scope) -> dict[str, str]:
-    raw = scope.get("query_string", b"")
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes | bytearray) else str(raw)
-    first: dict[str, str] = {}
-    for key, value in parse_qsl(text, keep_blank_values=True):
-        # ``URLSearchParams.get`` answers the first value of a repeated parameter.
-        first.setdefault(key, value)
-    return first
+async def serve_ask(
+    service: AskService,
+    *,
+    authenticate: Callable[[], AuthResult | Awaitable[AuthResult]],
+    body: BodySource,
+    method: str = "POST",
+    content_type: str | None = "application/json",
+    content_length: str | None = None,
+    query: Mapping[str, str] | None = None,
+    request_id: str | None = None,
+) -> AskResponse | Refused:
+    """One Ask request at the HTTP edge, with no socket: what the app does for each request.
 
+    Checks the method (``POST``) and the media type (``application/json``), then runs the
+    pipeline with a reader that takes ``body`` (bytes, or a :class:`RequestBody`) within
+    ``service.max_body_bytes`` and decodes it with the protocol's decoder.
 
-class _RequestBody:
-    """The ASGI request body, pulled from ``receive`` only when iterated."""
+    Returns:
+        The host's refusal unchanged, or a response (an error or the stream).
+    """
+    if request_id is None:
+        request_id = service.new_request_id()
+    if method != "POST":
+        return service.error_response("method_not_allowed", request_id)
+    if not (content_type or "").lower().startswith("application/json"):
+        return service.error_response("unsupported_media_type", request_id)
 
-    def __init__(self, receive: Receive, on_disconnect: Callable[[], None]) -> None:
-        self._receive = receive
-        self._on_disconnect = on_disconnect
-        self.complete = anyio.Event()
+    async def read() -> AskRequest:
+        try:
+            raw = await read_body_source(
+                body, content_length=content_length, limit=service.max_body_bytes
+            )
+        except BodyTooLarge:
+            raise _case("body_too_large") from None
+        except BodyTimedOut:
+            raise _case("request_timeout") from None
+        return service.decode_body(raw)
 
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        return self._chunks()
-
-    async def _chunks(self) -> AsyncIterator[bytes]:
-        while not self.complete.is_set():
-            message = await self._receive()
-            if message["type"] == "http.disconnect":
-                self._on_disconnect()
-                await anyio.lowlevel.checkpoint()
-                return
-            if message["type"] != "http.request":
-                continue
-            more = bool(message.get("more_body", False))
-            if not more:
-                self.complete.set()
-            chunk = message.get("body", b"")
-            if chunk:
-                yield bytes(chunk)
+    return await service.handle(
+        authenticate=authenticate, read_request=read, query=query, request_id=request_id
+    )
 
 
 class AskServiceApp:
@@ -103,37 +129,48 @@ class AskServiceApp:
 
     Attributes:
         service: The transport-free pipeline this app wraps.
+        body_timeout: How long a client may take to send its body, in seconds.
     """
 
-    def __init__(self, service: AskService, authenticate: Authenticate) -> None:
+    def __init__(
+        self,
+        service: AskService,
+        authenticate: Authenticate,
+        *,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT_S,
+    ) -> None:
         self.service = service
+        self.body_timeout = check_body_timeout(body_timeout)
         self._authenticate = authenticate
         self._request_class = _import_request()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one ASGI connection scope."""
-        kind = scope["type"]
-        if kind == "lifespan":
-            await _lifespan(receive, send)
-            return
-        if kind != "http":
-            if kind == "websocket":
-                await send({"type": "websocket.close", "code": 1003})
+        if await handle_non_http(scope, receive, send):
             return
         request_id = self.service.new_request_id()
         responded = False
         async with anyio.create_task_group() as watchers:
             with anyio.CancelScope() as work:
-                body = _RequestBody(receive, work.cancel)
-                watchers.start_soon(_watch_disconnect, body, receive, work)
+                body = _WatchedBody(
+                    RequestBody(
+                        receive,
+                        content_length=header(scope, b"content-length"),
+                        limit=self.service.max_body_bytes,
+                        timeout=self.body_timeout,
+                    ),
+                    work,
+                )
+                watchers.start_soon(_watch_disconnect, body.inner, work)
                 request = self._request_class(scope)
-                result = await self.service.handle(
+                result = await serve_ask(
+                    self.service,
                     authenticate=lambda: self._authenticate(request),
                     body=body,
                     method=scope["method"],
-                    content_type=_header(scope, b"content-type"),
-                    content_length=_header(scope, b"content-length"),
-                    query=_query(scope),
+                    content_type=header(scope, b"content-type"),
+                    content_length=header(scope, b"content-length"),
+                    query=query_params(scope),
                     request_id=request_id,
                 )
                 responded = True
@@ -148,6 +185,22 @@ class AskServiceApp:
             await _send(_cancelled(request_id), send)
 
 
+class _WatchedBody:
+    """A request body whose client leaving mid-body cancels the request's work."""
+
+    def __init__(self, inner: RequestBody, work: anyio.CancelScope) -> None:
+        self.inner = inner
+        self._work = work
+
+    async def read(self) -> bytes:
+        try:
+            return await self.inner.read()
+        except ClientDisconnected:
+            self._work.cancel()
+            await anyio.lowlevel.checkpoint()
+            raise
+
+
 def _cancelled(request_id: str) -> AskResponse:
     case = ASK_ERROR_CASES["cancelled"]
     return AskResponse.error(
@@ -155,13 +208,9 @@ def _cancelled(request_id: str) -> AskResponse:
     )
 
 
-async def _watch_disconnect(body: _RequestBody, receive: Receive, work: anyio.CancelScope) -> None:
-    await body.complete.wait()
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            work.cancel()
-            return
+async def _watch_disconnect(body: RequestBody, work: anyio.CancelScope) -> None:
+    await body.wait_disconnect()
+    work.cancel()
 
 
 async def _send(response: AskResponse, send: Send) -> None:
@@ -186,16 +235,6 @@ async def _send(response: AskResponse, send: Send) -> None:
         await response.aclose()
 
 
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-
-
 def create_ask_service_app(
     *,
     authenticate: Authenticate,
@@ -211,12 +250,14 @@ def create_ask_service_app(
     create_id: Callable[[], str] | None = None,
     now: Callable[[], datetime] | None = None,
     clock: Callable[[], float] | None = None,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT_S,
 ) -> AskServiceApp:
     """Build the Ask service as an ASGI app.
 
     ``authenticate(request)`` receives a Starlette ``Request`` whose body cannot be read and
     returns :class:`Authenticated` ``(context)`` or :class:`Refused` ``(response)``; every other
-    option is :class:`AskService`'s.
+    option but ``body_timeout`` (how long a client may take to send its body, in seconds) is
+    :class:`~agentskit_chat.service.AskService`'s.
 
     Raises:
         AskServiceError: 500 ``ASK_INTERNAL`` "The Ask handler configuration is invalid." for
@@ -247,4 +288,4 @@ def create_ask_service_app(
         now=now,
         clock=clock,
     )
-    return AskServiceApp(service, authenticate)
+    return AskServiceApp(service, authenticate, body_timeout=body_timeout)

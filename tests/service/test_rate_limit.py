@@ -8,11 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentskit_chat.ask import InMemoryRateLimiter, RateLimitDecision
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import BackendSiteConfig
-
-from ._service_support import CONTEXT, LOCAL_SITE, body, make_service, site
+from agentskit_chat.service import InMemoryRateLimiter, RateLimitDecision
+from tests.service._support import CONTEXT, LOCAL_SITE, body, make_service, site
 
 pytestmark = pytest.mark.anyio
 

@@ -1,19 +1,31 @@
-"""The little ASGI the operational endpoints need: one response, lifespan, method checks.
+"""The little ASGI every app of this package shares: types, headers, lifespan, one response.
 
-The endpoints are plain ASGI callables, so they mount anywhere (a Starlette ``Route``, a
-FastAPI app, a bare uvicorn) and need no web framework of their own.
+The apps are plain ASGI callables, so they mount anywhere (a Starlette ``Route``, a FastAPI
+app, a bare uvicorn) and need no web framework of their own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any, Final, TypeAlias
+from urllib.parse import parse_qsl
 
-__all__ = ["Receive", "Scope", "Send", "handle_non_http", "method_allowed", "send_response"]
+__all__ = [
+    "ASGIApp",
+    "Receive",
+    "Scope",
+    "Send",
+    "handle_non_http",
+    "header",
+    "method_allowed",
+    "query_params",
+    "send_response",
+]
 
 Scope: TypeAlias = MutableMapping[str, Any]
 Receive: TypeAlias = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send: TypeAlias = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp: TypeAlias = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _READ_METHODS: Final = ("GET", "HEAD")
 
@@ -75,3 +87,25 @@ async def send_response(
         }
     )
     await send({"type": "http.response.body", "body": b"" if head else body})
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    """The request header ``name`` (lower case), repeated values joined with ``", "``.
+
+    That is how Fetch's ``headers.get`` reads a repeated header, so every app sees the same
+    value the reference would.
+    """
+    values = [value for key, value in scope.get("headers", ()) if key.lower() == name]
+    if not values:
+        return None
+    return ", ".join(value.decode("latin-1") for value in values)
+
+
+def query_params(scope: Scope) -> dict[str, str]:
+    """The query string's parameters, the first value of each (as ``URLSearchParams.get``)."""
+    raw = scope.get("query_string", b"")
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes | bytearray) else str(raw)
+    first: dict[str, str] = {}
+    for key, value in parse_qsl(text, keep_blank_values=True):
+        first.setdefault(key, value)
+    return first

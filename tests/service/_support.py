@@ -20,10 +20,11 @@ import uvicorn
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from agentskit_chat.ask import (
+from agentskit_chat.protocol import AskSessionRecord, BackendMetric, BackendSiteConfig
+from agentskit_chat.server import AskServiceApp, create_ask_service_app
+from agentskit_chat.service import (
     AskResponse,
     AskService,
-    AskServiceApp,
     Authenticated,
     AuthResult,
     GenerationRequest,
@@ -34,9 +35,7 @@ from agentskit_chat.ask import (
     SourceCandidate,
     TextDelta,
     UsageReport,
-    create_ask_service_app,
 )
-from agentskit_chat.protocol import AskSessionRecord, BackendMetric, BackendSiteConfig
 
 NOW = datetime(2026, 7, 13, tzinfo=UTC)
 QUESTION = "How do I start?"

@@ -27,20 +27,20 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
-from agentskit_chat.ask import GenerationRequest, Generator, TextDelta, UsageReport
-from agentskit_chat.errors import ConfigurationError
-from agentskit_chat.generation._pydantic_ai import (
+from agentskit_chat.agents._writer import (
     GROUNDING_RULES,
     CitationFilter,
     PydanticAIGenerator,
 )
+from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import (
     AskMessage,
     AskUsage,
     BackendSiteConfig,
     GroundedSource,
 )
-from tests.ask._service_support import LOCAL_SITE, body, make_service, read_all, serve
+from agentskit_chat.service import GenerationRequest, Generator, TextDelta, UsageReport
+from tests.service._support import LOCAL_SITE, body, make_service, read_all, serve
 
 pytestmark = pytest.mark.anyio
 

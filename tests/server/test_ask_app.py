@@ -16,10 +16,9 @@ import pytest
 from starlette.applications import Starlette
 from starlette.routing import Route
 
-from agentskit_chat.ask import RateLimitDecision, TextDelta
 from agentskit_chat.protocol import ASK_ERROR_CASES, BackendMetric
-
-from ._service_support import (
+from agentskit_chat.service import RateLimitDecision, TextDelta
+from tests.service._support import (
     CONTEXT,
     FEDERATED_SITE,
     LOCAL_SITE,

@@ -11,11 +11,11 @@ import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agentskit_chat.ask import InMemoryRateLimiter
 from agentskit_chat.assistant import NO_GROUNDED_SOURCES, DocsAssistant, create_docs_assistant
 from agentskit_chat.protocol import decode_answer_response
-
-from ._support import clock, serve, write_docs
+from agentskit_chat.server import create_docs_assistant_app as web_app
+from agentskit_chat.service import InMemoryRateLimiter
+from tests.assistant._support import clock, serve, write_docs
 
 pytestmark = pytest.mark.anyio
 
@@ -44,7 +44,10 @@ def ask_body(question: str) -> bytes:
 
 
 async def test_answer_endpoint_answers_every_outcome(assistant: DocsAssistant) -> None:
-    async with serve(assistant.asgi_app) as url, httpx.AsyncClient(base_url=url) as client:
+    async with (
+        serve(web_app(assistant)) as url,
+        httpx.AsyncClient(base_url=url) as client,
+    ):
         exact = await client.post("/api/answer", json={"question": "Setup guide"})
         grounded = await client.post("/api/answer", json={"question": BACKEND_QUESTION})
         refused = await client.post("/api/answer", json={"question": "Capital of France?"})
@@ -79,7 +82,10 @@ async def test_answer_endpoint_answers_every_outcome(assistant: DocsAssistant) -
 async def test_answer_endpoint_refuses_bad_requests(
     assistant: DocsAssistant, headers: dict[str, str], content: bytes, status: int, message: str
 ) -> None:
-    async with serve(assistant.asgi_app) as url, httpx.AsyncClient(base_url=url) as client:
+    async with (
+        serve(web_app(assistant)) as url,
+        httpx.AsyncClient(base_url=url) as client,
+    ):
         response = await client.post("/api/answer", content=content, headers=headers)
     assert response.status_code == status
     error = response.json()["error"]
@@ -89,7 +95,10 @@ async def test_answer_endpoint_refuses_bad_requests(
 
 
 async def test_ask_endpoint_streams_ndjson_with_citations(assistant: DocsAssistant) -> None:
-    async with serve(assistant.asgi_app) as url, httpx.AsyncClient(base_url=url) as client:
+    async with (
+        serve(web_app(assistant)) as url,
+        httpx.AsyncClient(base_url=url) as client,
+    ):
         response = await client.post(
             "/api/ask",
             content=ask_body(BACKEND_QUESTION),
@@ -126,7 +135,10 @@ async def test_ask_endpoint_streams_ndjson_with_citations(assistant: DocsAssista
 async def test_ask_endpoint_refusals(
     assistant: DocsAssistant, question: str, params: dict[str, str], status: int, code: str
 ) -> None:
-    async with serve(assistant.asgi_app) as url, httpx.AsyncClient(base_url=url) as client:
+    async with (
+        serve(web_app(assistant)) as url,
+        httpx.AsyncClient(base_url=url) as client,
+    ):
         response = await client.post(
             "/api/ask", content=ask_body(question), headers=JSON, params=params
         )
@@ -137,7 +149,10 @@ async def test_ask_endpoint_refusals(
 
 async def test_healthz_metrics_and_index(assistant: DocsAssistant) -> None:
     question = "Which license is the widget released under?"
-    async with serve(assistant.asgi_app) as url, httpx.AsyncClient(base_url=url) as client:
+    async with (
+        serve(web_app(assistant)) as url,
+        httpx.AsyncClient(base_url=url) as client,
+    ):
         health = await client.get("/healthz")
         asked = await client.post("/api/ask", content=ask_body(question), headers=JSON)
         metrics = await client.get("/metrics")
@@ -158,7 +173,7 @@ async def test_healthz_metrics_and_index(assistant: DocsAssistant) -> None:
 async def test_api_key_is_required_when_set(docs: Path) -> None:
     async with (
         create_docs_assistant(docs, api_key="s3cret-key", now=clock) as assistant,
-        serve(assistant.asgi_app) as url,
+        serve(web_app(assistant)) as url,
         httpx.AsyncClient(base_url=url) as client,
     ):
         missing = await client.post("/api/answer", json={"question": "Setup guide"})
@@ -194,7 +209,7 @@ async def test_remote_clients_need_the_api_key(
 ) -> None:
     # httpx's ASGI transport lets the test pose as a client on another machine.
     async with create_docs_assistant(docs, api_key=api_key, now=clock) as assistant:
-        transport = httpx.ASGITransport(assistant.asgi_app, client=("203.0.113.7", 40000))
+        transport = httpx.ASGITransport(web_app(assistant), client=("203.0.113.7", 40000))
         async with httpx.AsyncClient(transport=transport, base_url="http://docs") as client:
             answer = await client.post(
                 "/api/answer", json={"question": "Setup guide"}, headers=headers
@@ -209,7 +224,7 @@ async def test_http_callers_are_rate_limited_on_escalated_questions(docs: Path) 
     limiter = InMemoryRateLimiter(capacity=1, refill_per_second=0.01)
     async with (
         create_docs_assistant(docs, rate_limiter=limiter, now=clock) as assistant,
-        serve(assistant.asgi_app) as url,
+        serve(web_app(assistant)) as url,
         httpx.AsyncClient(base_url=url) as client,
     ):
         first = await client.post("/api/answer", json={"question": BACKEND_QUESTION})
@@ -226,7 +241,10 @@ async def test_http_callers_are_rate_limited_on_escalated_questions(docs: Path) 
 
 async def test_lifespan_opens_and_closes_an_unopened_assistant(docs: Path) -> None:
     assistant = create_docs_assistant(docs, now=clock)
-    async with serve(assistant.asgi_app) as url, httpx.AsyncClient(base_url=url) as client:
+    async with (
+        serve(web_app(assistant)) as url,
+        httpx.AsyncClient(base_url=url) as client,
+    ):
         health = await client.get("/healthz")
         answer = await client.post("/api/answer", json={"question": BACKEND_QUESTION})
         assert assistant.is_open
@@ -237,7 +255,7 @@ async def test_lifespan_opens_and_closes_an_unopened_assistant(docs: Path) -> No
 
 async def test_closed_assistant_answers_unavailable(docs: Path) -> None:
     assistant = create_docs_assistant(docs, now=clock)
-    transport = httpx.ASGITransport(assistant.asgi_app)  # no lifespan: never opened
+    transport = httpx.ASGITransport(web_app(assistant))  # no lifespan: never opened
     async with httpx.AsyncClient(transport=transport, base_url="http://docs") as client:
         health = await client.get("/healthz")
         asked = await client.post("/api/ask", content=ask_body(BACKEND_QUESTION), headers=JSON)
@@ -257,7 +275,10 @@ async def test_answer_endpoint_with_the_analyst_agent_returns_the_rendered_commi
 
     model = FunctionModel(reply, model_name="analyst-model")
     assistant = create_docs_assistant(docs, model=model, agent="analyst", now=clock)
-    async with serve(assistant.asgi_app) as url, httpx.AsyncClient(base_url=url) as client:
+    async with (
+        serve(web_app(assistant)) as url,
+        httpx.AsyncClient(base_url=url) as client,
+    ):
         response = await client.post("/api/answer", json={"question": BACKEND_QUESTION})
     assert response.status_code == 200
     assert decode_answer_response(response.content).ok

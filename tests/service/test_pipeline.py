@@ -13,10 +13,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentskit_chat.ask import (
+from agentskit_chat.errors import AskServiceError, StorageError
+from agentskit_chat.protocol import (
+    ASK_ERROR_CASES,
+    AskSessionRecord,
+    BackendMetric,
+    decode_ask_events,
+)
+from agentskit_chat.server._ask_app import serve_ask
+from agentskit_chat.service import (
     AskResponse,
     AskService,
-    AskServiceError,
     Authenticated,
     GenerationRequest,
     RateLimitDecision,
@@ -24,15 +31,7 @@ from agentskit_chat.ask import (
     TextDelta,
     UsageReport,
 )
-from agentskit_chat.errors import StorageError
-from agentskit_chat.protocol import (
-    ASK_ERROR_CASES,
-    AskSessionRecord,
-    BackendMetric,
-    decode_ask_events,
-)
-
-from ._service_support import (
+from tests.service._support import (
     ANSWER,
     CONTEXT,
     ESCALATION,
@@ -294,7 +293,7 @@ def _too_long() -> ScriptedGenerator:
 async def handled(service: AskService, **arguments: Any) -> AskResponse:
     call: dict[str, Any] = {"body": body(), "authenticate": lambda: Authenticated(CONTEXT)}
     call.update(arguments)
-    response = await service.handle(**call)
+    response = await serve_ask(service, **call)
     assert isinstance(response, AskResponse)
     return response
 

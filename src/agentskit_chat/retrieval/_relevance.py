@@ -35,10 +35,11 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import GroundedSource
-from agentskit_chat.retrieval import RetrievedChunk
+
+from ._results import RetrievedChunk
 
 if TYPE_CHECKING:
-    from agentskit_chat.ask import RetrievalRequest
+    from agentskit_chat.service import RetrievalRequest
 
 __all__ = [
     "Relevance",

@@ -8,10 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentskit_chat.assistant import RelevanceRule, TermWeights, content_terms
-from agentskit_chat.assistant._relevance import STOP_WORDS
 from agentskit_chat.errors import ConfigurationError
-from agentskit_chat.retrieval import RetrievedChunk
+from agentskit_chat.retrieval import RelevanceRule, RetrievedChunk, TermWeights, content_terms
+from agentskit_chat.retrieval._relevance import STOP_WORDS
 
 SECTIONS = [
     "Setup guide › Configuring the cache\nSet cache_size to the number of pages the cache holds.",

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agentskit_chat.answers import (
+from agentskit_chat.answer_commit import (
     MAX_BASIS_CHARACTERS,
     MAX_RENDERED_ANSWER_CHARACTERS,
     render_answer,

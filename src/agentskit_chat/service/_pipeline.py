@@ -34,7 +34,6 @@ from agentskit_chat.protocol import (
     AskRequest,
     BackendSiteConfig,
     GroundedSource,
-    decode_ask_request,
     decode_ask_session_record,
     decode_backend_site_config,
     decode_grounded_source,
@@ -43,7 +42,7 @@ from agentskit_chat.protocol._json import MAX_SAFE_INTEGER
 from agentskit_chat.protocol._text import js_trim
 from agentskit_chat.protocol._types import is_safe_id
 
-from ._body import BodySource, read_bounded_body
+from ._body import decode_request_body
 from ._metrics import MetricOutcome, MetricSink, RequestMetrics
 from ._ports import (
     AskSessionStore,
@@ -54,7 +53,7 @@ from ._ports import (
     Retriever,
     SessionKey,
 )
-from ._service_stream import AskResponse, StreamPlan
+from ._stream import AskResponse, StreamPlan
 
 __all__ = [
     "ASGIApp",
@@ -62,6 +61,7 @@ __all__ = [
     "AuthResult",
     "Authenticated",
     "Refused",
+    "RequestReader",
     "ResolveSite",
     "ResolveSubjectId",
 ]
@@ -77,6 +77,9 @@ ASGIApp: TypeAlias = Callable[
 ResolveSite: TypeAlias = Callable[
     [Any], BackendSiteConfig | Mapping[str, Any] | Awaitable[BackendSiteConfig | Mapping[str, Any]]
 ]
+#: Reads and decodes the request body when the pipeline asks for it (after the rate limit);
+#: raises :class:`~agentskit_chat.errors.AskServiceError` for a body that does not qualify.
+RequestReader: TypeAlias = Callable[[], Awaitable[AskRequest]]
 #: Returns the stable subject id of an authenticated context (sync or async).
 ResolveSubjectId: TypeAlias = Callable[[Any], str | Awaitable[str]]
 
@@ -207,13 +210,47 @@ class AskService:
 
     # --- entry points ----------------------------------------------------------------------------
 
+    @property
+    def max_body_bytes(self) -> int:
+        """The largest request body the service accepts, in bytes (the HTTP edge enforces it)."""
+        return self._max_body_bytes
+
+    async def answer(
+        self,
+        context: Any,
+        request: AskRequest,
+        *,
+        query: Mapping[str, str] | None = None,
+        request_id: str | None = None,
+    ) -> AskResponse:
+        """Answer a typed, already-authenticated request in process (no bytes, no HTTP hop).
+
+        Args:
+            context: The authenticated context, as an authenticator would return it.
+            request: The decoded request.
+            query: The ``corpus`` / ``persona`` hints, if any.
+            request_id: The request id to use (an unsafe id is replaced by a fresh one).
+
+        Returns:
+            The response; for ``200``, its events stream as it is read.
+        """
+
+        async def read() -> AskRequest:
+            return request
+
+        return await self._in_process(context, read, query, request_id)
+
     async def stream(
         self,
         context: Any,
         body: bytes | str | AskRequest,
         query: Mapping[str, str] | None = None,
     ) -> AskResponse:
-        """Answer an already-authenticated request in process (no HTTP hop).
+        """Answer an already-authenticated request in process, given as JSON or typed.
+
+        JSON text or bytes are held to ``max_body_bytes`` and decoded exactly as the HTTP edge
+        decodes them, once the rate limit has allowed the request; an ``AskRequest`` goes
+        straight to :meth:`answer`.
 
         Args:
             context: The authenticated context, as an authenticator would return it.
@@ -224,13 +261,36 @@ class AskService:
             The response; for ``200``, its events stream as it is read.
         """
         if isinstance(body, AskRequest):
-            payload = body.to_json().encode()
-        elif isinstance(body, str):
-            payload = body.encode("utf-8", "surrogatepass")
-        else:
-            payload = body
+            return await self.answer(context, body, query=query)
+        payload = body.encode("utf-8", "surrogatepass") if isinstance(body, str) else body
+
+        async def read() -> AskRequest:
+            return self.decode_body(payload)
+
+        return await self._in_process(context, read, query, None)
+
+    def decode_body(self, raw: bytes) -> AskRequest:
+        """Decode a complete request body: at most ``max_body_bytes``, then the protocol's
+        decoder.
+
+        Raises:
+            AskServiceError: 413 ``Request body is too large.``, or 400 with the decoder's
+                diagnostic (not JSON, an invalid payload, a blank question).
+        """
+        return decode_request_body(raw, limit=self._max_body_bytes)
+
+    async def _in_process(
+        self,
+        context: Any,
+        read: RequestReader,
+        query: Mapping[str, str] | None,
+        request_id: str | None,
+    ) -> AskResponse:
         result = await self.handle(
-            authenticate=lambda: Authenticated(context), query=query, body=payload
+            authenticate=lambda: Authenticated(context),
+            read_request=read,
+            query=query,
+            request_id=request_id,
         )
         if isinstance(result, Refused):  # pragma: no cover - the authenticator above never refuses
             raise AssertionError("in-process requests are authenticated")
@@ -240,22 +300,22 @@ class AskService:
         self,
         *,
         authenticate: Callable[[], AuthResult | Awaitable[AuthResult]],
-        body: BodySource,
-        method: str = "POST",
-        content_type: str | None = "application/json",
-        content_length: str | None = None,
+        read_request: RequestReader,
         query: Mapping[str, str] | None = None,
         request_id: str | None = None,
     ) -> AskResponse | Refused:
-        """Take one request through the pipeline, in the spec's order.
+        """Take one request through the pipeline, in its fixed order.
+
+        This is the seam for transports: the HTTP edge
+        (:func:`agentskit_chat.server.create_ask_service_app`) checks the method and media type,
+        then calls this with a reader that pulls and decodes the body.
 
         Args:
             authenticate: Authenticates the request (sync or async), under the bootstrap
                 deadline.
-            body: The body, read only after the rate limit allowed the request.
-            method: The HTTP method; only ``POST`` is served.
-            content_type: The ``content-type`` header.
-            content_length: The ``content-length`` header, checked before reading.
+            read_request: Reads and decodes the request, called only after the rate limit
+                allowed it, under the request deadline; raises :class:`AskServiceError` for a
+                body that is too large or does not decode.
             query: Query parameters (first value of each); ``corpus`` and ``persona`` are
                 hints that may only confirm the trusted site.
             request_id: The request id to use, when the caller already drew one with
@@ -276,11 +336,8 @@ class AskService:
                 call,
                 started_at,
                 authenticate=authenticate,
-                method=method,
-                content_type=content_type,
-                content_length=content_length,
                 query=query or {},
-                body=body,
+                read_request=read_request,
             )
         except anyio.get_cancelled_exc_class():
             if call.metrics is not None:
@@ -288,6 +345,11 @@ class AskService:
             raise
         except Exception as exc:
             return self._failure(call, exc)
+
+    def error_response(self, case: str, request_id: str) -> AskResponse:
+        """The catalogue's error ``case`` as a response, for refusals made before the pipeline
+        (a wrong method or media type at the HTTP edge): no metrics, the request id header."""
+        return self._failure(_Call(request_id=request_id, bootstrap_deadline=math.inf), _case(case))
 
     # --- helpers ---------------------------------------------------------------------------------
 
@@ -340,17 +402,9 @@ class AskService:
         started_at: float,
         *,
         authenticate: Callable[[], AuthResult | Awaitable[AuthResult]],
-        method: str,
-        content_type: str | None,
-        content_length: str | None,
         query: Mapping[str, str],
-        body: BodySource,
+        read_request: RequestReader,
     ) -> AskResponse | Refused:
-        if method != "POST":
-            raise _case("method_not_allowed")
-        if not (content_type or "").lower().startswith("application/json"):
-            raise _case("unsupported_media_type")
-
         # Bootstrap: identity and trusted site, under their own deadline.
         with anyio.CancelScope(deadline=call.bootstrap_deadline) as bootstrap:
             auth = await _resolve(authenticate())
@@ -397,8 +451,7 @@ class AskService:
                 site=site,
                 context=context,
                 subject_id=subject_id,
-                body=body,
-                content_length=content_length,
+                read_request=read_request,
             )
         if request_scope.cancelled_caught:
             raise _Expired
@@ -411,8 +464,7 @@ class AskService:
         site: BackendSiteConfig,
         context: Any,
         subject_id: str,
-        body: BodySource,
-        content_length: str | None,
+        read_request: RequestReader,
     ) -> StreamPlan:
         """Steps 9-20: rate limit, body, validation, history, retrieval, sources."""
         metrics = call.metrics
@@ -428,14 +480,7 @@ class AskService:
                 valid_retry = type(retry) is int and 0 <= retry <= MAX_SAFE_INTEGER
                 raise _case("rate_limited", retry_after=retry if valid_retry else None)
 
-        raw = await read_bounded_body(
-            body, content_length=content_length, limit=self._max_body_bytes
-        )
-        decoded = decode_ask_request(raw)
-        if not decoded.ok:
-            diagnostic = decoded.diagnostic
-            raise AskServiceError(400, diagnostic.code, diagnostic.message, retryable=False)
-        request = decoded.value
+        request = await read_request()
         if request.messages[-1].role != "user":
             # DECISIONS 4: the service never silently re-answers an older question.
             raise _case("invalid_request")

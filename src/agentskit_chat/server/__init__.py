@@ -1,0 +1,34 @@
+"""Every HTTP surface of agentskit-chat, as plain ASGI apps.
+
+- :func:`create_ask_service_app`: the Ask service (``agentskit.chat.ask`` v1 in, NDJSON events
+  out), the HTTP edge of :class:`~agentskit_chat.service.AskService`: method, media type,
+  bounded body, decoding.
+- :func:`create_docs_assistant_app`: the docs assistant (``/api/answer``, ``/api/ask``,
+  ``/healthz``, ``/metrics``), behind one authentication rule.
+- :func:`create_healthz_app` and :func:`create_prometheus_metrics_app`: readiness and a
+  Prometheus registry, mountable anywhere.
+
+Each app mounts in Starlette or FastAPI or runs alone under uvicorn. They share one set of ASGI
+helpers, one bounded body reader and one JSON error body. Needs the ``server`` extra.
+"""
+
+from __future__ import annotations
+
+from ._ask_app import AskServiceApp, Authenticate, create_ask_service_app
+from ._auth import is_loopback
+from ._docs_app import create_docs_assistant_app
+from ._healthz import HealthCheck, HealthzApp, create_healthz_app
+from ._prometheus import PrometheusMetricsApp, create_prometheus_metrics_app
+
+__all__ = [
+    "AskServiceApp",
+    "Authenticate",
+    "HealthCheck",
+    "HealthzApp",
+    "PrometheusMetricsApp",
+    "create_ask_service_app",
+    "create_docs_assistant_app",
+    "create_healthz_app",
+    "create_prometheus_metrics_app",
+    "is_loopback",
+]

@@ -1,0 +1,269 @@
+"""The docs assistant on the web: the Ask API, exact-first answers, health and metrics.
+
+One Starlette app, five routes:
+
+- ``GET /``: a plain-text list of the routes;
+- ``POST /api/answer``: ``{"question": "...", "sessionId"?: "..."}`` in, one
+  ``agentskit.chat.answer`` v1 envelope out: the same path as
+  :meth:`~agentskit_chat.assistant.DocsAssistant.ask`, exact answers first;
+- ``POST /api/ask``: the Ask service (``agentskit.chat.ask`` v1 in, NDJSON events out), in the
+  Ask protocol's order of checks;
+- ``GET /metrics``: the Ask service's metrics for Prometheus;
+- ``GET /healthz``: readiness, and nothing else (``{"status":"ok"}``, or ``503`` naming the
+  failing check): the one route open to every client, so a load balancer can probe it.
+
+Every other route follows one rule (:class:`~agentskit_chat.server._auth.ApiKeyGate`): with an
+API key, every client must send ``Authorization: Bearer <key>``; without one, only loopback
+clients are served. A refused client gets ``401 ASK_UNAUTHORIZED`` and nothing else. Bodies are
+read by the one bounded reader (64 KiB, 10 seconds) and parsed by the protocol's JSON rule.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Final
+
+from agentskit_chat.assistant import Caller, DocsAssistant
+from agentskit_chat.errors import AskServiceError
+from agentskit_chat.protocol._decode import NOT_JSON, as_text, parse_candidate
+from agentskit_chat.service import Authenticated, AuthResult, Refused
+
+from ._asgi import ASGIApp, Receive, Scope, Send, handle_non_http, header, send_response
+from ._ask_app import AskServiceApp
+from ._auth import ApiKeyGate
+from ._body import (
+    DEFAULT_BODY_TIMEOUT_S,
+    BodyTimedOut,
+    BodyTooLarge,
+    ClientDisconnected,
+    RequestBody,
+    check_body_timeout,
+)
+from ._errors import send_case, send_service_error
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from ._prometheus import PrometheusMetricsApp
+
+__all__ = ["MAX_ANSWER_BODY", "create_docs_assistant_app"]
+
+#: The largest ``/api/answer`` body read, in bytes (as the Ask service's default).
+MAX_ANSWER_BODY: Final = 65536
+#: The routes every client may call; every other route needs the caller admitted.
+_PUBLIC: Final = frozenset({"/healthz"})
+_JSON: Final = (b"content-type", b"application/json; charset=utf-8")
+_TEXT: Final = (b"content-type", b"text/plain; charset=utf-8")
+_NOSNIFF: Final = (b"x-content-type-options", b"nosniff")
+_INDEX: Final = (
+    b"agentskit-chat docs assistant\n\n"
+    b'POST /api/answer  {"question": "..."} -> one agentskit.chat.answer envelope (JSON)\n'
+    b"POST /api/ask     agentskit.chat.ask request -> NDJSON events\n"
+    b"GET  /healthz     readiness\n"
+    b"GET  /metrics     Prometheus metrics\n"
+)
+
+
+class _Guard:
+    """Refuses every caller the gate does not admit, on every route but the public ones.
+
+    ``/api/ask`` is admitted here and authenticated again by its own pipeline with the same
+    gate, so the Ask protocol's order (method and media type before identity) holds there.
+    """
+
+    def __init__(self, app: ASGIApp, gate: ApiKeyGate) -> None:
+        self._app = app
+        self._gate = gate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if (
+            scope.get("type") == "http"
+            and path not in _PUBLIC
+            and path != "/api/ask"
+            and self._gate.admit(scope) is None
+        ):
+            await self._gate.refuse(scope, send)
+            return
+        await self._app(scope, receive, send)
+
+
+class _AskRoute:
+    """``/api/ask``: the Ask service app of whichever service the assistant has open."""
+
+    def __init__(self, assistant: DocsAssistant, gate: ApiKeyGate, body_timeout: float) -> None:
+        self._assistant = assistant
+        self._gate = gate
+        self._body_timeout = body_timeout
+        self._app: AskServiceApp | None = None
+
+    def _authenticate(self, request: object) -> AuthResult:
+        scope = getattr(request, "scope", {})
+        verdict = self._gate.admit(scope)
+        if verdict is None:
+            return Refused(self._gate.refuse_app)
+        return Authenticated(Caller("http", verdict))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self._assistant.is_open:
+            await send_case(scope, send, "internal")
+            return
+        service = self._assistant.service
+        if self._app is None or self._app.service is not service:
+            self._app = AskServiceApp(service, self._authenticate, body_timeout=self._body_timeout)
+        await self._app(scope, receive, send)
+
+
+class _AnswerRoute:
+    """``/api/answer``: one question in, one answer envelope out."""
+
+    def __init__(self, assistant: DocsAssistant, gate: ApiKeyGate, body_timeout: float) -> None:
+        self._assistant = assistant
+        self._gate = gate
+        self._body_timeout = body_timeout
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if await handle_non_http(scope, receive, send):
+            return
+        verdict = self._gate.admit(scope)
+        if verdict is None:
+            await self._gate.refuse(scope, send)
+            return
+        content_type = (header(scope, b"content-type") or "").lower()
+        if not content_type.startswith("application/json"):
+            await send_case(scope, send, "unsupported_media_type")
+            return
+        body = RequestBody(
+            receive,
+            content_length=header(scope, b"content-length"),
+            limit=MAX_ANSWER_BODY,
+            timeout=self._body_timeout,
+        )
+        try:
+            raw = await body.read()
+        except BodyTooLarge:
+            await send_case(scope, send, "body_too_large")
+            return
+        except BodyTimedOut:
+            await send_case(scope, send, "request_timeout")
+            return
+        except ClientDisconnected:
+            return  # nobody is left to answer
+        payload = parse_candidate(as_text(raw))
+        if payload is NOT_JSON:
+            await send_case(scope, send, "invalid_json")
+            return
+        question = payload.get("question") if isinstance(payload, dict) else None
+        session_id = payload.get("sessionId") if isinstance(payload, dict) else None
+        if not isinstance(question, str) or not (session_id is None or isinstance(session_id, str)):
+            await send_case(scope, send, "invalid_request")
+            return
+        if not self._assistant.is_open:
+            await send_case(scope, send, "internal")
+            return
+        try:
+            envelope = await self._assistant.answer_for(
+                question, Caller("http", verdict), session_id=session_id
+            )
+        except AskServiceError as error:
+            await send_service_error(scope, send, error)
+            return
+        await send_response(
+            scope, send, 200, [_JSON, _NOSNIFF], envelope.to_json().encode("utf-8", "surrogatepass")
+        )
+
+
+class _Index:
+    """``/``: what the app serves, as plain text."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send_response(scope, send, 200, [_TEXT, _NOSNIFF], _INDEX)
+
+
+def _metrics_app(assistant: DocsAssistant) -> PrometheusMetricsApp:
+    """A Prometheus endpoint over a registry of this app's own, fed by the assistant."""
+    from agentskit_chat.ops import OpenTelemetryMetricSink  # noqa: PLC0415
+
+    from ._prometheus import create_prometheus_metrics_app  # noqa: PLC0415
+
+    try:
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader  # noqa: PLC0415
+        from opentelemetry.sdk.metrics import MeterProvider  # noqa: PLC0415
+        from prometheus_client import CollectorRegistry  # noqa: PLC0415
+    except ImportError as exc:  # pragma: no cover - the dev environment has the extra
+        raise ImportError(
+            "The /metrics endpoint needs the 'server' extra: pip install 'agentskit-chat[server]'"
+        ) from exc
+    # A registry per app: two assistants in one process never share (or clash on) series.
+    registry = CollectorRegistry()
+    provider = MeterProvider(
+        metric_readers=[PrometheusMetricReader(registry=registry)], shutdown_on_exit=False
+    )
+    assistant.add_metric_sink(OpenTelemetryMetricSink(provider))
+    return create_prometheus_metrics_app(registry)
+
+
+def create_docs_assistant_app(
+    assistant: DocsAssistant,
+    *,
+    api_key: str | None = None,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT_S,
+) -> Starlette:
+    """The web app of ``assistant`` (see the module documentation for its routes).
+
+    Its lifespan opens the assistant when it is not open yet, and closes it again on
+    shutdown; an assistant that was already open is left as it is.
+
+    Args:
+        assistant: The docs assistant to serve.
+        api_key: The key every client must send as ``Authorization: Bearer <key>``; by default
+            the assistant's own ``api_key``. Without a key, only loopback clients are served.
+        body_timeout: How long a client may take to send a request body, in seconds.
+
+    Raises:
+        ConfigurationError: a blank key or one with white space, or a non-positive timeout.
+        ImportError: the ``server`` extra is not installed.
+
+    Example::
+
+        app = create_docs_assistant_app(create_docs_assistant("docs"))
+        # uvicorn.run(app, host="127.0.0.1", port=8000)
+    """
+    try:
+        from starlette.applications import Starlette  # noqa: PLC0415 - the server extra
+        from starlette.routing import Route  # noqa: PLC0415
+    except ImportError as exc:  # pragma: no cover - the dev environment has the extra
+        raise ImportError(
+            "The docs assistant's web app needs the 'server' extra: "
+            "pip install 'agentskit-chat[server]'"
+        ) from exc
+
+    from ._healthz import create_healthz_app  # noqa: PLC0415
+
+    gate = ApiKeyGate(assistant.api_key if api_key is None else api_key)
+    timeout = check_body_timeout(body_timeout)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if assistant.is_open:
+            yield
+            return
+        await assistant.open()
+        try:
+            yield
+        finally:
+            await assistant.aclose()
+
+    app = Starlette(
+        routes=[
+            Route("/", _Index(), methods=["GET", "HEAD"]),
+            Route("/api/ask", _AskRoute(assistant, gate, timeout)),
+            Route("/api/answer", _AnswerRoute(assistant, gate, timeout), methods=["POST"]),
+            Route("/healthz", create_healthz_app({"index": assistant.ready})),
+            Route("/metrics", _metrics_app(assistant)),
+        ],
+        lifespan=lifespan,
+    )
+    app.add_middleware(_Guard, gate=gate)
+    return app
