@@ -19,6 +19,7 @@ from pydantic import (
     ConfigDict,
     PlainSerializer,
     PlainValidator,
+    model_validator,
 )
 from pydantic.alias_generators import to_camel
 
@@ -91,9 +92,23 @@ class WireModel(BaseModel):
 
 
 class StrictWireModel(WireModel):
-    """Base of the strict envelopes (the Ask family): any unknown key makes the object invalid."""
+    """Base of the strict envelopes (the Ask family): any unknown key makes the object invalid.
+
+    The one exception is a key spelled ``__proto__``, which is dropped with its value.
+    """
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_proto_key(cls, data: Any) -> Any:
+        # The reference copies a decoded object's keys by assignment, and assigning
+        # "__proto__" sets the copy's prototype instead of adding a key: that key never reaches
+        # the value, so it is not an unknown key. Dropping it (value and all, never read)
+        # accepts exactly what the reference accepts, with nothing inherited from it.
+        if type(data) is dict and "__proto__" in data:
+            return {key: item for key, item in data.items() if key != "__proto__"}
+        return data
 
 
 def _plain(value: Any) -> Any:
