@@ -38,6 +38,7 @@ from agentskit_chat.protocol import (
 )
 from agentskit_chat.protocol._json import js_stringify
 from agentskit_chat.protocol._text import normalize_knowledge_key
+from agentskit_chat.retrieval import read_docs_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("AGENTSKIT_BENCH_DATA", ROOT.parent / "shared" / "bench-data"))
@@ -213,7 +214,7 @@ def group_build() -> dict[str, float]:
     files = sorted(SEEDS.rglob("*.md"))
     parser = MarkdownIt("commonmark")
     build = build_local_knowledge_artifact(
-        SEEDS, site_id="agentskit-seeds", generated_at="2026-07-13T00:00:00.000Z"
+        read_docs_folder(SEEDS), site_id="agentskit-seeds", generated_at="2026-07-13T00:00:00.000Z"
     )
     assert verify_local_knowledge_artifact(
         build.artifact_json,
@@ -225,7 +226,9 @@ def group_build() -> dict[str, float]:
     def ours() -> None:
         nonlocal sink
         result = build_local_knowledge_artifact(
-            SEEDS, site_id="agentskit-seeds", generated_at="2026-07-13T00:00:00.000Z"
+            read_docs_folder(SEEDS),
+            site_id="agentskit-seeds",
+            generated_at="2026-07-13T00:00:00.000Z",
         )
         sink += len(result.artifact_json)
 

@@ -283,8 +283,11 @@ def _exact_candidates() -> list[str]:
     """Page titles of ``docs/`` that the artifact answers on their own."""
     from agentskit_chat.answers import build_local_knowledge_artifact  # noqa: PLC0415
     from agentskit_chat.protocol import normalize_knowledge_key  # noqa: PLC0415
+    from agentskit_chat.retrieval import read_docs_folder  # noqa: PLC0415
 
-    built = json.loads(build_local_knowledge_artifact(DOCS, site_id="bench").artifact_json)
+    built = json.loads(
+        build_local_knowledge_artifact(read_docs_folder(DOCS), site_id="bench").artifact_json
+    )
     owners: dict[str, int] = {}
     for entry in built["entries"]:
         for value in entry["match"]["values"]:

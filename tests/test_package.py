@@ -36,7 +36,8 @@ def test_importing_the_protocol_loads_no_backend() -> None:
 def test_the_core_loads_no_model_sdk_web_or_database_driver() -> None:
     code = (
         "import sys, agentskit_chat.runtime, agentskit_chat.conversation, "
-        "agentskit_chat.answers, agentskit_chat.agents; "
+        "agentskit_chat.answers, agentskit_chat.answer_commit, agentskit_chat.service, "
+        "agentskit_chat.agents; "
         "print(sorted(m for m in sys.modules if m.startswith(('pydantic_ai', 'starlette', "
         "'httpx', 'psycopg', 'redis', 'sqlite3', 'agentskit_chat.ask'))))"
     )

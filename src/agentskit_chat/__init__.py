@@ -46,7 +46,6 @@ if TYPE_CHECKING:
         build_local_knowledge_artifact,
         create_deterministic_answer_adapter,
         create_deterministic_answer_resolver,
-        write_artifact_build,
     )
     from .assistant import (
         NO_GROUNDED_SOURCES,
@@ -73,7 +72,7 @@ if TYPE_CHECKING:
         resolve_chat_session,
         resume_chat_session,
     )
-    from .retrieval import RelevanceRule
+    from .retrieval import RelevanceRule, write_artifact_build
     from .runtime import (
         CHUNK_TYPES,
         UNSCOPED_SESSION_ID,
@@ -133,7 +132,7 @@ _LAZY: dict[str, str] = {
     "create_deterministic_answer_adapter": "answers",
     "create_deterministic_answer_resolver": "answers",
     "render_answer": "answer_commit",
-    "write_artifact_build": "answers",
+    "write_artifact_build": "retrieval",
     "NO_GROUNDED_SOURCES": "assistant",
     "DocsAssistant": "assistant",
     "RelevanceRule": "retrieval",

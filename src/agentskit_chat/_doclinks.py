@@ -55,7 +55,7 @@ def page_href(prefix: str, path: str) -> str:
     ('/docs/guides/setup', '/docs/guides')
     """
     for suffix in (".md", ".markdown"):
-        if path.endswith(suffix):
+        if path.lower().endswith(suffix):
             path = path[: -len(suffix)]
             break
     parts = path.split("/")

@@ -6,12 +6,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from agentskit_chat.answers._producer import ArtifactBuild, build_local_knowledge_artifact
+from agentskit_chat.answers import ArtifactBuild, build_local_knowledge_artifact
 from agentskit_chat.protocol import (
     KnowledgeEntry,
     normalize_knowledge_key,
     verify_local_knowledge_artifact,
 )
+from agentskit_chat.retrieval import read_docs_folder
 
 STAMP = "2026-07-13T00:00:00.000Z"
 REPO = Path(__file__).resolve().parents[2]
@@ -32,7 +33,7 @@ def tree(root: Path, files: Mapping[str, str | bytes]) -> Path:
 def build(root: Path, **options: Any) -> ArtifactBuild:
     options.setdefault("site_id", "docs-site")
     options.setdefault("generated_at", STAMP)
-    return build_local_knowledge_artifact(root, **options)
+    return build_local_knowledge_artifact(read_docs_folder(root), **options)
 
 
 def kinds(result: ArtifactBuild, kind: str) -> list[KnowledgeEntry]:

@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
+from agentskit_chat.answers import LeftOut
 from agentskit_chat.answers._markdown import github_slug
-from agentskit_chat.answers._producer import SYMLINK, LeftOut
 from agentskit_chat.errors import BuildError
 from agentskit_chat.protocol import (
     compute_local_knowledge_artifact_content_hash,
     decode_deterministic_site_config,
 )
+from agentskit_chat.retrieval import SYMLINK_LEFT_OUT as SYMLINK
 from tests.answers._producer_support import (
     STAMP,
     assert_valid,

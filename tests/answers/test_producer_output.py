@@ -17,9 +17,9 @@ from agentskit_chat.answers._producer import (
     ENTRY_LIMIT,
     SIZE_LIMIT,
     ArtifactBuild,
-    write_artifact_build,
 )
 from agentskit_chat.errors import BuildError
+from agentskit_chat.retrieval import write_artifact_build
 from tests.answers._producer_support import (
     REPO,
     SEEDS,

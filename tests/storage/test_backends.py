@@ -14,7 +14,6 @@ import psycopg_pool
 import pytest
 import redis.asyncio
 
-from agentskit_chat import storage
 from agentskit_chat.errors import ConfigurationError, StorageError
 from agentskit_chat.protocol import AskMessage, AskSessionRecord
 from agentskit_chat.service import SessionKey
@@ -38,22 +37,6 @@ def anyio_backend() -> str:
 
 def record(revision: int, content: str = "hello") -> AskSessionRecord:
     return AskSessionRecord(revision=revision, messages=(AskMessage(role="user", content=content),))
-
-
-def test_public_names_are_pinned() -> None:
-    assert storage.__all__ == [
-        "AnyAskSessionStore",
-        "MemoryAskSessionStore",
-        "PostgresAskSessionStore",
-        "RedisAskSessionStore",
-        "SQLiteAskSessionStore",
-        "SQLiteChatMemory",
-        "SQLiteSessionStorage",
-        "check_session_key",
-        "open_ask_session_store",
-        "parse_storage_key",
-        "storage_key",
-    ]
 
 
 # --- open_ask_session_store -------------------------------------------------------------------

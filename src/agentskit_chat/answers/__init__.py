@@ -5,7 +5,9 @@ artifact by exact normalized match only. :func:`create_deterministic_answer_adap
 resolver in front of any backend chat adapter, streams local answers and choices as ordered
 assistant content, and hands out single-use reservations for choice clicks. The conformance
 cases live in :mod:`agentskit_chat.answers.fixtures`. :func:`build_local_knowledge_artifact`
-produces an artifact from a folder of Markdown. See ``docs/answers.md`` and ``docs/artifacts.md``.
+produces an artifact from Markdown pages (:class:`SourceDocument`, :class:`DocsFolder`; reading
+them from disk is :func:`agentskit_chat.retrieval.read_docs_folder`'s job). See
+``docs/answers.md`` and ``docs/artifacts.md``.
 
 The ``answer_commit`` renderer has its own package, :mod:`agentskit_chat.answer_commit`.
 """
@@ -27,6 +29,7 @@ from ._choices import (
     ChoiceReservationStore,
     ChoiceUnavailable,
 )
+from ._documents import MARKDOWN_SUFFIXES, DocsFolder, SourceDocument, is_markdown_name
 from ._producer import (
     ARTIFACT_FILE_NAME,
     DEFAULT_ARTIFACT_HREF,
@@ -35,7 +38,6 @@ from ._producer import (
     ArtifactBuildStats,
     LeftOut,
     build_local_knowledge_artifact,
-    write_artifact_build,
 )
 from ._resolver import (
     Clock,
@@ -48,6 +50,7 @@ __all__ = [
     "CHOICE_UNAVAILABLE",
     "DEFAULT_ARTIFACT_HREF",
     "ESCALATION_METADATA_KEY",
+    "MARKDOWN_SUFFIXES",
     "MAX_CHOICE_SESSIONS",
     "MAX_SESSION_CHOICES",
     "SITE_FILE_NAME",
@@ -60,10 +63,12 @@ __all__ = [
     "DecisionObserver",
     "DeterministicAnswerAdapter",
     "DeterministicAnswerResolver",
+    "DocsFolder",
     "FallbackMode",
     "LeftOut",
+    "SourceDocument",
     "build_local_knowledge_artifact",
     "create_deterministic_answer_adapter",
     "create_deterministic_answer_resolver",
-    "write_artifact_build",
+    "is_markdown_name",
 ]

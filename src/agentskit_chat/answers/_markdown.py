@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
@@ -20,7 +20,10 @@ from agentskit_chat._doclinks import HeadingSlugger, github_slug
 from agentskit_chat.protocol import normalize_knowledge_key
 from agentskit_chat.protocol._text import js_trim, utf16_len
 
-from ._front_matter import DeclaredEntry, read_front_matter
+from ._front_matter import DeclaredEntry
+
+if TYPE_CHECKING:
+    from ._documents import SourceDocument
 
 __all__ = [
     "PROMPT_LANGUAGES",
@@ -200,20 +203,15 @@ def _command_lines(content: str, language: str) -> list[tuple[str, int]]:
     return commands
 
 
-def read_markdown_document(text: str, *, stem: str, display: str) -> MarkdownDocument:
-    """Read one Markdown file's text (LF or CRLF line ends; no BOM).
+def read_markdown_document(page: SourceDocument, *, stem: str) -> MarkdownDocument:
+    """What the producer needs from one page (its front matter was checked when it was read).
 
     Args:
-        text: The file's text.
+        page: The page.
         stem: The fallback title when neither a level-1 heading nor a front matter title exists.
-        display: The file's path as the user knows it, for error messages.
-
-    Raises:
-        BuildError: malformed front matter or a declared entry that breaks an artifact limit,
-            with the file and the 1-based line.
     """
-    text = text.replace("\r\n", "\n")
-    front = read_front_matter(text, display)
+    text = page.text
+    front = page.front_matter
     # Blank lines in place of the front matter keep markdown-it's line numbers the file's.
     lines = text.split("\n")
     tokens = _PARSER.parse("\n" * front.lines + "\n".join(lines[front.lines :]))

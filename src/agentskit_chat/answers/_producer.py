@@ -1,4 +1,4 @@
-"""Build a local knowledge artifact and its site configuration from a folder of Markdown.
+"""Build a local knowledge artifact and its site configuration from Markdown pages.
 
 One ``document`` entry per file, one ``command`` entry per distinct shell command line, one
 ``navigation`` entry per heading, plus the entries declared in front matter, which win over the
@@ -11,12 +11,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any, Final, Literal
 
 import orjson
@@ -48,6 +47,7 @@ from ._candidates import (
     derived_candidates,
     final_aliases,
 )
+from ._documents import DocsFolder, SourceDocument
 from ._markdown import read_markdown_document
 
 __all__ = [
@@ -58,17 +58,14 @@ __all__ = [
     "ArtifactBuildStats",
     "LeftOut",
     "build_local_knowledge_artifact",
-    "write_artifact_build",
 ]
 
 ARTIFACT_FILE_NAME: Final = "knowledge.json"
 SITE_FILE_NAME: Final = "site.json"
 DEFAULT_ARTIFACT_HREF: Final = "/agentskit-chat.knowledge.json"
-MARKDOWN_SUFFIXES: Final = (".md", ".markdown")
 
 ENTRY_LIMIT: Final = "the artifact holds at most 1024 entries"
 SIZE_LIMIT: Final = "the artifact holds at most 524288 bytes"
-SYMLINK: Final = "symbolic links are not followed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,51 +162,6 @@ def _select(
 # --- files and options ----------------------------------------------------------------------------
 
 
-def _markdown_files(docs_dir: Path, left: list[LeftOut]) -> list[tuple[str, Path]]:
-    """Markdown files under ``docs_dir`` in path order; hidden names skipped, links reported."""
-
-    def fail(error: OSError) -> None:
-        raise BuildError(f"cannot read the folder: {error.strerror}", file=str(error.filename))
-
-    found: list[tuple[str, Path]] = []
-    skipped: list[LeftOut] = []
-    for root, dirs, files in os.walk(docs_dir, onerror=fail):
-        base = Path(root)
-        kept: list[str] = []
-        for name in dirs:
-            if name.startswith("."):
-                continue
-            if (base / name).is_symlink():
-                rel = (base / name).relative_to(docs_dir).as_posix()
-                skipped.append(LeftOut("file", rel, name, SYMLINK))
-            else:
-                kept.append(name)
-        dirs[:] = kept
-        for name in files:
-            if name.startswith(".") or not name.lower().endswith(MARKDOWN_SUFFIXES):
-                continue
-            rel = (base / name).relative_to(docs_dir).as_posix()
-            if (base / name).is_symlink():
-                skipped.append(LeftOut("file", rel, name, SYMLINK))
-            else:
-                found.append((rel, base / name))
-    left.extend(sorted(skipped, key=lambda item: item.file))
-    return sorted(found, key=lambda item: item[0])
-
-
-def _read_text(path: Path, display: str) -> str:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise BuildError(f"cannot read the file: {exc.strerror or exc}", file=display) from None
-    data = data.removeprefix(b"\xef\xbb\xbf")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise BuildError("the file is not valid UTF-8", file=display, line=line) from None
-
-
 def _timestamp(dt: datetime) -> str:
     dt = dt.astimezone(UTC) if dt.tzinfo is not None else dt
     return (
@@ -255,7 +207,7 @@ def _check_options(
 
 
 def build_local_knowledge_artifact(
-    docs_dir: Path | str,
+    source: DocsFolder | Sequence[SourceDocument],
     *,
     site_id: str,
     artifact_id: str | None = None,
@@ -267,14 +219,15 @@ def build_local_knowledge_artifact(
     progress: Callable[[int, int], None] | None = None,
     now: Callable[[], datetime] | None = None,
 ) -> ArtifactBuild:
-    """Build a verified knowledge artifact and its site configuration from a folder of Markdown.
+    """Build a verified knowledge artifact and its site configuration from Markdown pages.
 
-    Reads every ``*.md`` and ``*.markdown`` file under ``docs_dir`` (hidden names and symbolic
-    links skipped) in path order. Nothing is written: pass the result to
-    :func:`write_artifact_build`.
+    Pure: the pages come in (read them with :func:`agentskit_chat.retrieval.read_docs_folder`,
+    whose symbolic links left out are reported again here), the artifact comes out, and nothing
+    is read or written (write it with :func:`agentskit_chat.retrieval.write_artifact_build`).
 
     Args:
-        docs_dir: The folder of Markdown.
+        source: A docs folder as read, or the pages themselves (any order; built in path
+            order).
         site_id: The site's safe identifier.
         artifact_id: The artifact's id; by default ``<site_id>-<12 hex>``, the hex taken from
             the content hash of the same artifact built with the id ``<site_id>-000000000000``.
@@ -292,35 +245,34 @@ def build_local_knowledge_artifact(
             that break a limit; the message names the file and line.
 
     Example:
-        >>> build = build_local_knowledge_artifact("docs", site_id="my-docs")  # doctest: +SKIP
-        >>> write_artifact_build(build, Path("public"))  # doctest: +SKIP
+        >>> from agentskit_chat.retrieval import read_docs_folder, write_artifact_build
+        >>> folder = read_docs_folder("docs")  # doctest: +SKIP
+        >>> build = build_local_knowledge_artifact(folder, site_id="my-docs")  # doctest: +SKIP
+        >>> write_artifact_build(build, "public")  # doctest: +SKIP
     """
     _check_options(site_id, artifact_id, expires_at, artifact_href, fallback_mode)
     stamp = _generated_at(generated_at, now)
     if expires_at is not None and epoch_ms(expires_at) <= epoch_ms(stamp):
         raise BuildError("--expires-at must be later than the generation time")
-    root = Path(docs_dir)
-    if not root.is_dir():
-        raise BuildError("the docs folder does not exist or is not a folder", file=str(root))
-    left: list[LeftOut] = []
-    files = _markdown_files(root, left)
-    if not files:
-        raise BuildError("no Markdown files (*.md, *.markdown) in the docs folder", file=str(root))
+    if isinstance(source, DocsFolder):
+        pages, left, where = source.documents, list(source.left_out), str(source.root)
+    else:
+        pages, left, where = tuple(source), [], None
+    pages = tuple(sorted(pages, key=lambda page: page.path))
+    if not pages:
+        raise BuildError("no Markdown files (*.md, *.markdown) in the docs folder", file=where)
     prefix = href_prefix.rstrip("/")
     docs: list[Doc] = []
-    for done, (rel, path) in enumerate(files, start=1):
-        display = str(root / rel)
-        slug = str(PurePosixPath(rel).with_suffix(""))
+    for done, page in enumerate(pages, start=1):
+        slug = str(PurePosixPath(page.path).with_suffix(""))
         href = page_href(prefix, slug)
         if not is_safe_href(href):
-            raise BuildError(f"--href-prefix gives the unsafe link {href!r}", file=display)
-        parsed = read_markdown_document(
-            _read_text(path, display), stem=PurePosixPath(slug).name, display=display
-        )
-        docs.append(Doc(rel, slug, display, href, parsed))
+            raise BuildError(f"--href-prefix gives the unsafe link {href!r}", file=page.display)
+        parsed = read_markdown_document(page, stem=PurePosixPath(slug).name)
+        docs.append(Doc(page.path, slug, page.display, href, parsed))
         if progress is not None:
             with contextlib.suppress(Exception):
-                progress(done, len(files))
+                progress(done, len(pages))
 
     ids = Ids()
     declared = declared_candidates(docs, ids)
@@ -361,7 +313,7 @@ def build_local_knowledge_artifact(
     )
     sources = Counter(c.source for c in selected)
     stats = ArtifactBuildStats(
-        files=len(files),
+        files=len(pages),
         entries=len(selected),
         declared=sources["declared"],
         documents=sources["document"],
@@ -378,59 +330,3 @@ def build_local_knowledge_artifact(
         left_out=tuple(left),
         stats=stats,
     )
-
-
-# --- writing --------------------------------------------------------------------------------------
-
-
-def _temp_file(directory: Path, name: str, data: bytes) -> Path:
-    fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.chmod(temp, 0o644)
-    return Path(temp)
-
-
-def write_artifact_build(build: ArtifactBuild, out_dir: Path | str) -> tuple[Path, Path]:
-    """Write ``knowledge.json`` and ``site.json`` into ``out_dir``, all or nothing.
-
-    Both files are written to temporary files in ``out_dir`` first and then renamed over the
-    targets, the artifact before the site configuration that trusts it. If the second rename
-    fails the first is undone, and a folder this call created is removed again.
-
-    Returns:
-        The paths of the artifact and of the site configuration.
-
-    Raises:
-        BuildError: the folder or a file could not be written; nothing was changed.
-    """
-    folder = Path(out_dir)
-    artifact_path, site_path = folder / ARTIFACT_FILE_NAME, folder / SITE_FILE_NAME
-    created = not folder.exists()
-    temps: list[Path] = []
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        temps.append(_temp_file(folder, ARTIFACT_FILE_NAME, build.artifact_json.encode("utf-8")))
-        temps.append(_temp_file(folder, SITE_FILE_NAME, build.site_json.encode("utf-8")))
-        previous = artifact_path.read_bytes() if artifact_path.is_file() else None
-        os.replace(temps[0], artifact_path)
-        try:
-            os.replace(temps[1], site_path)
-        except OSError:
-            if previous is None:
-                artifact_path.unlink(missing_ok=True)
-            else:
-                os.replace(_temp_file(folder, ARTIFACT_FILE_NAME, previous), artifact_path)
-            raise
-    except OSError as exc:
-        for temp in temps:
-            temp.unlink(missing_ok=True)
-        if created:
-            with contextlib.suppress(OSError):
-                folder.rmdir()
-        raise BuildError(
-            f"cannot write the artifact: {exc.strerror or exc}", file=str(folder)
-        ) from None
-    return artifact_path, site_path

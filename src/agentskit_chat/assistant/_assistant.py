@@ -24,6 +24,7 @@ from agentskit_chat.agents import AnalystGenerator, PydanticAIGenerator
 from agentskit_chat.answers import (
     ArtifactBuild,
     DeterministicAnswerResolver,
+    DocsFolder,
     build_local_knowledge_artifact,
     create_deterministic_answer_resolver,
 )
@@ -39,12 +40,13 @@ from agentskit_chat.protocol import (
 from agentskit_chat.protocol._types import is_safe_id
 from agentskit_chat.retrieval import (
     IndexReport,
+    MarkdownCorpus,
     RelevanceRule,
     RelevantRetriever,
     RetrievedChunk,
     SQLiteFTSRetriever,
     TermWeights,
-    load_markdown_corpus,
+    read_docs_folder,
 )
 from agentskit_chat.service import (
     AskService,
@@ -207,9 +209,11 @@ class DocsAssistant:
 
     async def _build(self) -> _State:
         generator = self._resolve_generator()
-        build = await anyio.to_thread.run_sync(self._build_artifact)
+        # The folder is read once: exact answers and retrieval see the very same pages.
+        folder = await anyio.to_thread.run_sync(read_docs_folder, self.docs_dir)
+        build = await anyio.to_thread.run_sync(self._build_artifact, folder)
         resolver = await anyio.to_thread.run_sync(self._create_resolver, build)
-        corpus, weights = await anyio.to_thread.run_sync(self._load_corpus)
+        corpus, weights = await anyio.to_thread.run_sync(self._load_corpus, folder)
         if self._index_path is not None:
             await anyio.to_thread.run_sync(self._make_index_folder)
         index = await SQLiteFTSRetriever.open(
@@ -253,9 +257,9 @@ class DocsAssistant:
             return AnalystGenerator(model)
         return PydanticAIGenerator(model)
 
-    def _build_artifact(self) -> ArtifactBuild:
+    def _build_artifact(self, folder: DocsFolder) -> ArtifactBuild:
         return build_local_knowledge_artifact(
-            self.docs_dir, site_id=self.site_id, href_prefix=self._href_prefix, now=self._now
+            folder, site_id=self.site_id, href_prefix=self._href_prefix, now=self._now
         )
 
     def _create_resolver(self, build: ArtifactBuild) -> DeterministicAnswerResolver:
@@ -266,8 +270,10 @@ class DocsAssistant:
             now=self._now,
         )
 
-    def _load_corpus(self) -> tuple[Any, TermWeights]:
-        corpus = load_markdown_corpus(self.docs_dir, href_prefix=self._href_prefix)
+    def _load_corpus(self, folder: DocsFolder) -> tuple[MarkdownCorpus, TermWeights]:
+        corpus = MarkdownCorpus.from_documents(
+            folder.documents, href_prefix=self._href_prefix, root=folder.root
+        )
         weights = TermWeights.from_texts(f"{c.title}\n{c.text}" for c in corpus.chunks)
         return corpus, weights
 

@@ -25,7 +25,6 @@ from agentskit_chat.answers._producer import (
     SITE_FILE_NAME,
     ArtifactBuild,
     build_local_knowledge_artifact,
-    write_artifact_build,
 )
 from agentskit_chat.errors import BuildError
 from agentskit_chat.protocol import (
@@ -34,6 +33,7 @@ from agentskit_chat.protocol import (
     verify_local_knowledge_artifact,
 )
 from agentskit_chat.protocol._time import epoch_ms
+from agentskit_chat.retrieval import read_docs_folder, write_artifact_build
 
 __all__ = ["artifact_app"]
 
@@ -144,9 +144,10 @@ def build_command(  # noqa: PLR0917 (Typer maps parameters to options)
 ) -> None:
     """Build knowledge.json and site.json from a folder of Markdown, all or nothing."""
     try:
+        folder = read_docs_folder(docs_dir)
         with _progress_bar() as progress:
             build = build_local_knowledge_artifact(
-                docs_dir,
+                folder,
                 site_id=site_id,
                 artifact_id=artifact_id,
                 generated_at=generated_at,

@@ -1,5 +1,7 @@
-"""Retrieval: Markdown corpora, heading-aware chunks, and retrievers for the Ask service.
+"""Retrieval: the docs folder, Markdown corpora, heading-aware chunks, and retrievers.
 
+- :func:`read_docs_folder` is the one reader of a folder of Markdown, for the artifact producer
+  and the corpus alike; :func:`write_artifact_build` writes a built artifact beside it.
 - :func:`load_markdown_corpus` reads a folder of Markdown into citable chunks (title, heading
   path, safe link with a GitHub-style anchor, stable safe id).
 - :class:`SQLiteFTSRetriever` is the embedded default: SQLite FTS5 with BM25, a persistent index
@@ -30,6 +32,7 @@ from ._corpus import (
     github_slug,
     load_markdown_corpus,
 )
+from ._docs_folder import SYMLINK_LEFT_OUT, read_docs_folder, write_artifact_build
 from ._federated import (
     DEFAULT_RRF_K,
     FederatedResult,
@@ -59,6 +62,7 @@ __all__ = [
     "DEFAULT_TOP_K",
     "MAX_CHUNK_CHARS",
     "MAX_TOP_K",
+    "SYMLINK_LEFT_OUT",
     "TITLE_SEPARATOR",
     "AdapterReport",
     "FederatedResult",
@@ -84,5 +88,7 @@ __all__ = [
     "github_slug",
     "load_markdown_corpus",
     "query_terms",
+    "read_docs_folder",
     "reciprocal_rank_fusion",
+    "write_artifact_build",
 ]

@@ -11,19 +11,21 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Final
 
-import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from agentskit_chat._doclinks import HeadingSlugger, github_slug, page_href
+from agentskit_chat.answers import SourceDocument, is_markdown_name
 from agentskit_chat.errors import BuildError, ConfigurationError
 from agentskit_chat.protocol import is_safe_href
 from agentskit_chat.protocol._text import js_trim, utf16_len
+
+from ._docs_folder import read_docs_folder
 
 __all__ = [
     "CHUNKER_VERSION",
@@ -45,7 +47,7 @@ _FENCE: Final = "```"
 TITLE_SEPARATOR = " › "
 
 #: Changes whenever chunking changes, so that persistent indexes know to rebuild.
-CHUNKER_VERSION = "1"
+CHUNKER_VERSION = "2"
 
 _MAX_TITLE_UNITS = 256
 _MAX_READABLE_ID = 100
@@ -139,32 +141,50 @@ class MarkdownCorpus:
         return self._by_path.get(path)
 
     @classmethod
+    def from_documents(
+        cls,
+        documents: Iterable[SourceDocument],
+        *,
+        href_prefix: str = "/docs",
+        root: Path | None = None,
+    ) -> MarkdownCorpus:
+        """A corpus from pages already read (:func:`~agentskit_chat.retrieval.read_docs_folder`).
+
+        Raises:
+            ConfigurationError: ``href_prefix`` cannot start a safe link.
+            BuildError: a page yields a link that is not safe (a path over 2,048 units).
+        """
+        prefix = _checked_prefix(href_prefix)
+        pages = sorted(documents, key=lambda page: page.path)
+        return cls(tuple(_document(page, prefix=prefix) for page in pages), prefix, root)
+
+    @classmethod
     def from_texts(cls, texts: Mapping[str, str], *, href_prefix: str = "/docs") -> MarkdownCorpus:
         """A corpus from in-memory Markdown, keyed by relative path (``guides/setup.md``).
 
         Raises:
             ConfigurationError: ``href_prefix`` cannot start a safe link, or a path is not a
-                relative ``.md`` path.
-            BuildError: a document yields a link that is not safe (a path over 2,048 units).
+                relative ``.md`` or ``.markdown`` path.
+            BuildError: a page's front matter is malformed, or it yields a link that is not
+                safe (a path over 2,048 units).
         """
-        prefix = _checked_prefix(href_prefix)
-        documents = []
-        for path in sorted(texts):
+        for path in texts:
             pure = PurePosixPath(path)
-            if pure.is_absolute() or ".." in pure.parts or pure.suffix != ".md":
+            if pure.is_absolute() or ".." in pure.parts or not is_markdown_name(pure.name):
                 raise ConfigurationError("corpus paths must be relative '.md' paths")
-            text = texts[path]
-            digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-            documents.append(_document(text, path=pure.as_posix(), prefix=prefix, digest=digest))
-        return cls(tuple(documents), prefix)
+        return cls.from_documents(
+            (SourceDocument.from_text(path, text) for path, text in texts.items()),
+            href_prefix=href_prefix,
+        )
 
 
 def load_markdown_corpus(docs_dir: str | Path, *, href_prefix: str = "/docs") -> MarkdownCorpus:
-    """Read every ``*.md`` file under ``docs_dir`` (sorted, UTF-8) and chunk it.
+    """Read every page under ``docs_dir`` with :func:`read_docs_folder` and chunk it.
 
-    Hidden files and folders (a name starting with ``.``) are skipped, and so is YAML front
-    matter; a front matter ``title`` names the document. Links are ``href_prefix`` + the path
-    without ``.md`` (``index.md`` and ``README.md`` stand for their folder) + ``#anchor``.
+    The folder is read by the same rule as the artifact producer's (``.md`` and ``.markdown``
+    in any case, hidden names and symbolic links skipped, front matter checked); a front matter
+    ``title`` names the document. Links are ``href_prefix`` + the path without its suffix
+    (``index`` and ``README`` pages stand for their folder) + ``#anchor``.
 
     Args:
         docs_dir: The folder to read.
@@ -176,39 +196,30 @@ def load_markdown_corpus(docs_dir: str | Path, *, href_prefix: str = "/docs") ->
 
     Raises:
         ConfigurationError: ``href_prefix`` cannot start a safe link.
-        BuildError: the folder does not exist, or a file cannot be read as UTF-8.
+        BuildError: the folder does not exist, or a page cannot be read, is not UTF-8 or has
+            malformed front matter.
 
     Example:
         >>> corpus = load_markdown_corpus("docs")  # doctest: +SKIP
         >>> corpus.chunks[0].href  # doctest: +SKIP
         '/docs/retrieval'
     """
-    prefix = _checked_prefix(href_prefix)
-    root = Path(docs_dir)
-    if not root.is_dir():
-        raise BuildError("the docs folder does not exist or is not a folder", file=str(root))
-    documents = []
-    for file, relative in _markdown_files(root):
-        try:
-            raw = file.read_bytes()
-            text = raw.decode("utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            reason = "not valid UTF-8" if isinstance(error, UnicodeDecodeError) else "unreadable"
-            raise BuildError(f"the file is {reason}", file=str(file)) from None
-        digest = hashlib.sha256(raw).hexdigest()
-        documents.append(_document(text, path=relative, prefix=prefix, digest=digest))
-    return MarkdownCorpus(tuple(documents), prefix, root)
+    _checked_prefix(href_prefix)
+    folder = read_docs_folder(docs_dir)
+    return MarkdownCorpus.from_documents(
+        folder.documents, href_prefix=href_prefix, root=folder.root
+    )
 
 
 def chunk_markdown(text: str, *, path: str, href_prefix: str = "/docs") -> MarkdownDocument:
-    """Chunk one Markdown text as the document at ``path`` (relative, ending in ``.md``).
+    """Chunk one Markdown text as the document at ``path`` (relative, ``.md`` or ``.markdown``).
 
     Raises:
         ConfigurationError: ``href_prefix`` cannot start a safe link.
-        BuildError: the document yields a link that is not safe.
+        BuildError: the path is not a Markdown path, the front matter is malformed, or the
+            document yields a link that is not safe.
     """
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    return _document(text, path=path, prefix=_checked_prefix(href_prefix), digest=digest)
+    return _document(SourceDocument.from_text(path, text), prefix=_checked_prefix(href_prefix))
 
 
 # --- reading ------------------------------------------------------------------------------------
@@ -221,34 +232,6 @@ def _checked_prefix(href_prefix: str) -> str:
             "href_prefix must be empty, a root-relative path or an http(s) origin"
         )
     return prefix
-
-
-def _markdown_files(root: Path) -> Iterator[tuple[Path, str]]:
-    found = []
-    for file in root.rglob("*.md"):
-        relative = file.relative_to(root)
-        if any(part.startswith(".") for part in relative.parts) or not file.is_file():
-            continue
-        found.append((relative.as_posix(), file))
-    for relative_path, file in sorted(found):
-        yield file, relative_path
-
-
-def _split_front_matter(text: str) -> tuple[str | None, str]:
-    """The front matter ``title`` (if any) and the Markdown after the front matter."""
-    lines = text.split("\n")
-    if lines[0].rstrip(" \t") != "---":
-        return None, text
-    end = next((i for i in range(1, len(lines)) if lines[i].rstrip(" \t") in ("---", "...")), 0)
-    if not end:
-        return None, text
-    try:
-        data = yaml.safe_load("\n".join(lines[1:end]))
-    except yaml.YAMLError:
-        data = None
-    title = data.get("title") if isinstance(data, dict) else None
-    body = "\n".join(lines[end + 1 :])
-    return (js_trim(title) or None) if isinstance(title, str) else None, body
 
 
 # --- Markdown to sections -----------------------------------------------------------------------
@@ -390,12 +373,9 @@ def _chunk_id(path: str, slug: str | None, part: int) -> str:
     return f"{folded}{suffix}-{digest}"
 
 
-def _document(text: str, *, path: str, prefix: str, digest: str) -> MarkdownDocument:
-    # In-memory text may hold lone surrogates, which no database can store: make them U+FFFD.
-    text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-    front_title, body = _split_front_matter(text)
-    sections = _sections(body)
+def _document(source: SourceDocument, *, prefix: str) -> MarkdownDocument:
+    path, digest, front_title = source.path, source.sha256, source.front_matter.title
+    sections = _sections(source.body)
     # The page title is the first heading when it is an H1 before any other heading; its
     # section is the page's introduction and the title is left out of every heading path.
     first = sections[1] if len(sections) > 1 else None
