@@ -11,10 +11,8 @@ saying no grounded sources were found, never a guess.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
-import unicodedata
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -22,6 +20,7 @@ from typing import Final
 import anyio.lowlevel
 import anyio.to_thread
 
+from agentskit_chat._terms import STOP_WORDS, stem, words
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import AskUsage, GroundedSource
 from agentskit_chat.service import GenerationRequest, TextDelta, UsageReport
@@ -31,21 +30,6 @@ __all__ = ["NO_GROUNDED_ANSWER", "ExtractiveGenerator"]
 #: The whole answer when no sentence of the sources shares a term with the question.
 NO_GROUNDED_ANSWER: Final = "No grounded sources were found for this question."
 
-# Function words and question scaffolding: they say nothing about what is asked.
-_STOP_TEXT: Final = """
-    a about above after again against all also am an and any are as at be because been before
-    being below between both but by can cannot could did do does doing done down during each
-    either else ever every few for from further get gets getting give given go goes going got had
-    has have having he her here hers herself him himself his how however i if in into is it its
-    itself just let lets like may me might mine more most much must my myself need needs neither
-    no nor not now of off on once one only or other our ours ourselves out over own please put
-    rather really same say says shall she should show so some such tell than that the their
-    theirs them themselves then there these they this those through to too under until up upon us
-    use used using very via want wants was we well were what whatever when where whether which
-    while who whom whose why will with within without would yes yet you your yours yourself
-    yourselves
-"""
-_STOP_WORDS: Final = frozenset(_STOP_TEXT.split())
 _WORD: Final = re.compile(r"[^\W_]+")
 _SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _BLOCK_MARKER: Final = re.compile(r"^(?:#{1,6}\s+|>\s*|[-*+]\s+|\d{1,3}[.)]\s+)")
@@ -58,44 +42,17 @@ _MIN_SENTENCE_WORDS: Final = 2
 _INLINE_CHARS: Final = 4096
 
 
-@functools.lru_cache(maxsize=16384)
-def _stem(word: str) -> str:
-    """A deliberately small suffix stripper; the same on both sides is all that matters."""
-    if len(word) <= 3 or word.isdigit():
-        return word
-    for suffix, replacement, min_len in (
-        ("sses", "ss", 5),
-        ("ies", "y", 5),
-        ("ingly", "", 7),
-        ("edly", "", 6),
-        ("ing", "", 6),
-        ("ed", "", 5),
-        ("es", "", 5),
-        ("s", "", 4),
-    ):
-        if word.endswith(suffix) and len(word) >= min_len:
-            if suffix == "s" and word.endswith(("ss", "us", "is")):
-                break
-            if suffix == "es" and not word[:-2].endswith(("s", "x", "z", "ch", "sh")):
-                continue
-            word = word[: len(word) - len(suffix)] + replacement
-            break
-    # "configure", "configured" and "configuring" meet at "configur".
-    return word[:-1] if len(word) > 4 and word.endswith("e") else word
-
-
 def terms(text: str) -> list[str]:
-    """The normalized content terms of ``text``, in order (stop words removed, stemmed).
+    """The content terms of ``text``, in order (stop words removed, stemmed), as relevance
+    reads them.
 
     >>> terms("How do I configure the servers?")
     ['configur', 'server']
     """
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    words = _WORD.findall(folded)
     return [
-        _stem(word)
-        for word in words
-        if word not in _STOP_WORDS and (len(word) > 1 or word.isdigit())
+        stem(word)
+        for word in words(text)
+        if word not in STOP_WORDS and (len(word) > 1 or word.isdigit())
     ]
 
 

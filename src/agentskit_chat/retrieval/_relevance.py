@@ -17,22 +17,21 @@ these hold:
    of the SQLite index, which rules out matches made only of words that are everywhere).
 
 Content terms are the words of the question, NFKC case-folded, with English function words and
-question scaffolding ("how", "can", "happens", "way") dropped and a small suffix stemmer
-applied, so "limits", "limiting" and "limiter" are one term. A question with no content term is
+question scaffolding ("how", "can", "happens", "way") dropped and the Snowball English stemmer
+applied, so "limits", "limiting" and "limiter" are one term (:mod:`agentskit_chat._terms`, the
+same analysis extractive answers use). A question with no content term is
 relevant to nothing.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-import re
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from agentskit_chat._terms import content_terms, term_set
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import GroundedSource
 
@@ -49,89 +48,6 @@ __all__ = [
     "TermWeights",
     "content_terms",
 ]
-
-_STOP_TEXT: Final = """
-    a about above after again against all also am an and any anything are as at be because been
-    before being below between both but by can cannot could did do does doing done down during
-    each either else etc ever every few for from further get gets getting give given go goes
-    going got had has have having he her here hers herself him himself his how however i if in
-    into is it its itself just kind let lets like may me might mine more most much must my myself
-    need needs neither no nor not now of off on once one ones only or other others our ours
-    ourselves out over own please possible rather really same say says shall she should show so
-    some something such sure tell than thank thanks that the their theirs them themselves then
-    there these they thing things this those through to too under until up upon us very want
-    wants was way ways we well were what whatever when where whether which while who whom whose
-    why will with within without would yes yet you your yours yourself yourselves happen happens
-    happened work works working able anyone someone somebody exactly actually use uses used
-    using make makes made
-"""
-#: Function words and question scaffolding: they say nothing about what is asked.
-STOP_WORDS: Final = frozenset(_STOP_TEXT.split())
-
-_WORD: Final = re.compile(r"[^\W_]+")
-_SUFFIXES: Final = (
-    ("ments", ""),
-    ("ment", ""),
-    ("ations", ""),
-    ("ation", ""),
-    ("ings", ""),
-    ("ing", ""),
-    ("ies", "y"),
-    ("ied", "y"),
-    ("ers", ""),
-    ("er", ""),
-    ("es", ""),
-    ("ed", ""),
-    ("s", ""),
-)
-_MIN_STEM: Final = 3
-# "deployment" → "deploy", but "document" and "comment" keep their "ment".
-_MIN_MENT_STEM: Final = 5
-
-
-@functools.lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    """A deliberately small suffix stripper; it only has to agree with itself."""
-    if word.isdigit() or len(word) <= _MIN_STEM:
-        return word
-    for suffix, replacement in _SUFFIXES:
-        stem_length = len(word) - len(suffix)
-        if not word.endswith(suffix) or stem_length < _MIN_STEM:
-            continue
-        if suffix.startswith("ment") and stem_length < _MIN_MENT_STEM:
-            continue
-        if suffix == "s" and word.endswith(("ss", "us", "is")):
-            break
-        if suffix == "es" and not word[:-2].endswith(("s", "x", "z", "ch", "sh")):
-            continue
-        word = word[: len(word) - len(suffix)] + replacement
-        break
-    # "serve", "server" and "serving" meet at "serv".
-    return word[:-1] if len(word) > _MIN_STEM and word.endswith("e") else word
-
-
-def _words(text: str) -> list[str]:
-    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
-
-
-def content_terms(text: str) -> tuple[str, ...]:
-    """The distinct content terms of ``text``, in order: stop words dropped, stemmed.
-
-    Single letters are dropped; numbers are kept (``429`` is a fine term).
-
-    >>> content_terms("How do I configure the rate limiter?")
-    ('configur', 'rat', 'limit')
-    """
-    seen: dict[str, None] = {}
-    for word in _words(text):
-        if word in STOP_WORDS or (len(word) < 2 and not word.isdigit()):
-            continue
-        seen.setdefault(_stem(word), None)
-    return tuple(seen)
-
-
-def _term_set(text: str) -> frozenset[str]:
-    return frozenset(_stem(word) for word in _words(text))
 
 
 class TermWeights:
@@ -152,7 +68,7 @@ class TermWeights:
         sections = 0
         for text in texts:
             sections += 1
-            frequencies.update(_term_set(text))
+            frequencies.update(term_set(text))
         return cls(frequencies, sections)
 
     @property
@@ -219,8 +135,8 @@ class RelevanceRule:
         """Judge ``hit`` for a question whose content terms are ``question``."""
         if not question:
             return Relevance(False, 0.0, 0, hit.score)
-        title = _term_set(hit.title)
-        present = title | _term_set(hit.text)
+        title = term_set(hit.title)
+        present = title | term_set(hit.text)
         total = sum(weights.weight(term) for term in question)
         covered = sum(weights.weight(term) for term in question if term in present)
         coverage = covered / total if total > 0 else 0.0
