@@ -26,7 +26,7 @@ from agentskit_chat.protocol._ask import (
     validate_ask_event,
 )
 from agentskit_chat.protocol._ask_ndjson import AskEventDecoder, decode_ask_events
-from agentskit_chat.protocol._json import js_stringify, parse_json_text
+from agentskit_chat.protocol._json import MAX_JSON_DEPTH, js_stringify, parse_json_text
 from agentskit_chat.protocol._text import combine_surrogates
 
 EMOJI = "\U0001f600"  # two UTF-16 units
@@ -105,20 +105,45 @@ def test_encode_rejects_invalid_records(record: Any) -> None:
     assert (raised.value.code, raised.value.message) == (INVALID_EVENT_CODE, INVALID_EVENT_MESSAGE)
 
 
-def test_encode_rejects_args_too_deep_to_serialize() -> None:
-    nested: Any = "leaf"
-    for _ in range(100000):
-        nested = [nested]
-    event = validate_ask_event({"type": "tool", "id": "i", "name": "n", "args": {"a": nested}})
-    assert event is not None  # JavaScript accepts any depth, so decoding does too
-    with pytest.raises(ProtocolError):
-        encode_ask_event(event)
+def _deep_line(depth: int) -> str:
+    """A tool record whose line nests ``depth`` levels (the record itself is one)."""
+    levels = depth - 1
+    return (
+        '{"type":"tool","id":"i","name":"n","args":' + '{"n":' * levels + "0" + "}" * levels + "}"
+    )
 
 
-def test_deeply_nested_args_decode_from_text() -> None:
-    line = '{"type":"tool","id":"i","name":"n","args":{"a":' + "[" * 5000 + "]" * 5000 + "}}"
+def _deep_args(depth: int) -> dict[str, Any]:
+    """``args`` nesting ``depth`` levels (``args`` itself is one)."""
+    value: Any = 0
+    for _ in range(depth):
+        value = {"n": value}
+    return value  # type: ignore[no-any-return]
+
+
+def test_args_at_the_depth_bound_decode_and_serialize_again() -> None:
+    line = _deep_line(MAX_JSON_DEPTH)
     (event,) = decode_ask_events(line + "\n").events
     assert isinstance(event, AskToolEvent)
+    assert event.to_json() == line
+    assert encode_ask_event(event) == line + "\n"
+    assert encode_ask_event(event.to_wire()) == line + "\n"
+
+
+def test_args_past_the_depth_bound_neither_decode_nor_encode() -> None:
+    assert decode_ask_events(_deep_line(MAX_JSON_DEPTH + 1) + "\n").events == ()
+    record = {"type": "tool", "id": "i", "name": "n", "args": _deep_args(MAX_JSON_DEPTH)}
+    assert validate_ask_event(record) is None
+    with pytest.raises(ProtocolError):
+        encode_ask_event(record)
+    record["args"] = _deep_args(MAX_JSON_DEPTH - 1)
+    assert encode_ask_event(record) == _deep_line(MAX_JSON_DEPTH) + "\n"
+
+
+def test_cyclic_args_are_invalid() -> None:
+    cyclic: list[Any] = []
+    cyclic.append(cyclic)
+    assert validate_ask_event({"type": "tool", "id": "", "name": "", "args": {"a": cyclic}}) is None
 
 
 # --- bounds (UTF-16 units) ------------------------------------------------------------------------

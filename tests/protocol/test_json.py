@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import json
 import math
+from types import MappingProxyType
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentskit_chat.protocol import _json
 from agentskit_chat.protocol._json import (
+    MAX_JSON_DEPTH,
     JsonSyntaxError,
     _parse_slow,
     js_number,
     js_stringify,
+    nests_deeper_than,
     parse_json_text,
+    plain_json,
     utf8_len,
 )
+from agentskit_chat.protocol._types import freeze
 from tests._strategies import json_texts, json_values
 from tests._vectors import as_doubles
 
@@ -123,14 +129,152 @@ def test_parse_accepts_what_javascript_accepts(text: str, value: Any) -> None:
     assert as_doubles(parse_json_text(text)) == as_doubles(value)
 
 
-def test_parse_has_no_depth_limit() -> None:
-    value = parse_json_text("[" * 100_000 + "]" * 100_000)
-    depth = 0
-    while value:
-        value = value[0]
-        depth += 1
-    assert depth == 99_999
-    assert parse_json_text('{"a":' * 5000 + '"\\ud800"' + "}" * 5000) is not None
+def _depth_of(value: Any) -> int:
+    """Nesting depth of a parsed value, without recursion (``[]`` is 1, a scalar 0)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, depth)
+            stack.extend(
+                (child, depth + 1) for child in (node.values() if isinstance(node, dict) else node)
+            )
+    return deepest
+
+
+@pytest.mark.parametrize(
+    "nest",
+    [
+        lambda d: "[" * d + "]" * d,
+        lambda d: '{"a":' * d + "0" + "}" * d,
+        # A lone surrogate keeps orjson out at any depth: the fallback's own bound.
+        lambda d: '{"a":' * (d - 1) + '["\\ud800"]' + "}" * (d - 1),
+        lambda d: "[" * (d - 1) + '["\\ud800"]' + "]" * (d - 1),
+    ],
+    ids=["arrays", "objects", "objects-fallback", "arrays-fallback"],
+)
+def test_parse_accepts_nesting_at_the_bound_and_refuses_one_more(nest: Any) -> None:
+    assert _depth_of(parse_json_text(nest(MAX_JSON_DEPTH))) == MAX_JSON_DEPTH
+    with pytest.raises(JsonSyntaxError):
+        parse_json_text(nest(MAX_JSON_DEPTH + 1))
+
+
+def test_too_deep_text_is_refused_before_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    def must_not_run(text: str) -> Any:
+        raise AssertionError("the parser ran")
+
+    monkeypatch.setattr(_json, "_parse_slow", must_not_run)
+    levels = (1 << 20) // 6  # a 1 MiB NDJSON line's worth of nested objects
+    with pytest.raises(JsonSyntaxError):
+        parse_json_text('{"n":' * levels + "0" + "}" * levels)
+
+
+def test_brackets_in_strings_do_not_count_toward_the_bound() -> None:
+    brackets = "[{" * MAX_JSON_DEPTH
+    assert parse_json_text(f'["{brackets}", "\\"{brackets}", "\\\\", "\\ud800"]')[0] == brackets
+    assert not nests_deeper_than(f'{{"k{brackets}": "\\\\\\"{brackets}"}}', 1)
+
+
+def test_depth_scan_never_loops_over_unterminated_strings() -> None:
+    # Every quote opens a string that never ends: one pass, not one per quote.
+    text = '"\\"' * 300_000
+    assert not nests_deeper_than(text, 0)
+    with pytest.raises(JsonSyntaxError):
+        parse_json_text(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values, st.integers(min_value=0, max_value=12))
+def test_depth_scan_is_exact_for_valid_json(value: Any, limit: int) -> None:
+    text = json.dumps(value, ensure_ascii=False)
+    assert nests_deeper_than(text, limit) is (_depth_of(value) > limit)
+
+
+_SURROGATE_STRINGS = st.sampled_from(["\ud800", "a\udfff", "\udbff\udbff", "[{\ud800"])
+
+
+def _with_surrogates(leaves: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.recursive(
+        leaves,
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.dictionaries(st.text(max_size=3) | _SURROGATE_STRINGS, children, max_size=4)
+        ),
+        max_leaves=20,
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    _with_surrogates(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False)
+        | st.text(max_size=5)
+        | _SURROGATE_STRINGS
+    ),
+    st.integers(min_value=0, max_value=300),
+)
+def test_fallback_paths_agree_with_each_other(value: Any, wrap: int) -> None:
+    # Lone surrogates send the text past orjson; shallow text takes the C scanner and deep
+    # text the iterative parser, and both must read it as JSON.parse does.
+    text = "[" * wrap + js_stringify(value) + "]" * wrap
+    assert as_doubles(parse_json_text(text)) == as_doubles(_parse_slow(text))
+
+
+def test_stringify_at_the_bound_and_past_it() -> None:
+    value: Any = 0
+    for _ in range(MAX_JSON_DEPTH):
+        value = [value]
+    assert js_stringify(value) == "[" * MAX_JSON_DEPTH + "0" + "]" * MAX_JSON_DEPTH
+    with pytest.raises(ValueError):
+        js_stringify([value])
+
+
+def test_stringify_refuses_a_cycle_instead_of_looping() -> None:
+    cyclic: dict[str, Any] = {}
+    cyclic["self"] = cyclic
+    with pytest.raises(ValueError):
+        js_stringify(cyclic)
+    with pytest.raises(ValueError):
+        plain_json(cyclic)
+
+
+def test_plain_json_at_the_bound_and_past_it() -> None:
+    value: Any = "leaf"
+    for level in range(MAX_JSON_DEPTH):
+        value = (value,) if level % 2 else MappingProxyType({"k": value})
+    assert _depth_of(plain_json(value)) == MAX_JSON_DEPTH
+    with pytest.raises(ValueError):
+        plain_json([value])
+
+
+@settings(max_examples=200, deadline=None)
+@given(json_values)
+def test_plain_json_copies_frozen_values_back(value: Any) -> None:
+    frozen = freeze(value)
+    copy = plain_json(frozen)
+    assert as_doubles(copy) == as_doubles(value)
+    assert js_stringify(copy) == js_stringify(value)
+
+
+def _stringify_recursive(value: Any) -> str:
+    """The plain recursive reading of JSON.stringify, as an oracle for the iterative writer."""
+    if isinstance(value, dict):
+        items = _json._ordered_items(value)
+        return (
+            "{" + ",".join(js_stringify(k) + ":" + _stringify_recursive(v) for k, v in items) + "}"
+        )
+    if isinstance(value, list):
+        return "[" + ",".join(_stringify_recursive(v) for v in value) + "]"
+    return js_stringify(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(json_values)
+def test_iterative_stringify_matches_the_recursive_reading(value: Any) -> None:
+    assert js_stringify(value) == _stringify_recursive(value)
 
 
 def _stdlib(text: str) -> Any:

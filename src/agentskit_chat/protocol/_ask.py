@@ -1,4 +1,4 @@
-"""Ask service v1 event records (``protocol-ask-backend.md`` §1-2).
+"""Ask service v1 event records.
 
 An Ask service streams one strict JSON record per line: ``text`` deltas, ``tool`` calls, then a
 final ``done`` or ``error``. Every record is strict (an unknown key makes it invalid) and carries
@@ -17,7 +17,7 @@ from pydantic import Field, PlainSerializer, PlainValidator, TypeAdapter
 from agentskit_chat.errors import ProtocolError
 
 from ._decode import validate_model
-from ._json import MAX_SAFE_INTEGER
+from ._json import MAX_JSON_DEPTH, MAX_SAFE_INTEGER
 from ._text import utf16_len
 from ._types import OptJsBool, StrictWireModel, pattern, text, thaw
 
@@ -47,6 +47,9 @@ INVALID_EVENT_CODE: Final = "ASK_INVALID_EVENT"
 INVALID_EVENT_MESSAGE: Final = "The Ask event is invalid."
 
 _ARGS_KEY_MAX_UNITS: Final = 128
+# The record is one level and ``args`` another: a value inside ``args`` may nest this deep for
+# the whole line to stay within the bound the decoder parses.
+_ARGS_VALUE_MAX_DEPTH: Final = MAX_JSON_DEPTH - 2
 _CONTAINERS: Final = (dict, list, tuple, MappingProxyType)
 
 
@@ -102,11 +105,12 @@ def _json_key(key: Any) -> str:
     raise ValueError("object keys must be strings")
 
 
-def _freeze_json(root: Any) -> Any:
-    """A read-only deep copy of a JSON value, without recursion (nesting depth is unlimited).
+def _freeze_json(root: Any, max_depth: int = _ARGS_VALUE_MAX_DEPTH) -> Any:
+    """A read-only deep copy of a JSON value, without recursion, at most ``max_depth`` deep.
 
     Raises:
-        ValueError: when ``root`` holds something that is not JSON, or is cyclic.
+        ValueError: when ``root`` holds something that is not JSON, is cyclic, or nests more
+            than ``max_depth`` arrays and objects.
     """
     if not isinstance(root, _CONTAINERS):
         return _json_scalar(root)
@@ -118,6 +122,8 @@ def _freeze_json(root: Any) -> Any:
     def push(source: Any, parent: Any, key: Any) -> None:
         if id(source) in open_ids:
             raise ValueError("cyclic value")
+        if len(stack) >= max_depth:
+            raise ValueError("nested too deeply")
         open_ids.add(id(source))
         if isinstance(source, dict):
             stack.append((source, iter(dict.items(source)), {}, True, parent, key))
@@ -174,7 +180,8 @@ class AskToolEvent(_AskEventBase):
     """A tool call: ``{"type": "tool", "id", "name", "args"}``.
 
     ``id`` is 0..256 units and ``name`` 0..128 (both may be empty). ``args`` is a JSON object
-    whose keys are at most 128 units; its values are any JSON, carried through read-only.
+    whose keys are at most 128 units; its values are any JSON, carried through read-only, as
+    deep as the record's line may nest (``MAX_JSON_DEPTH`` levels, the record included).
     A top-level ``__proto__`` key of ``args`` is dropped, as the reference does.
 
     >>> AskToolEvent(id="c1", name="cite", args={"sources": []}).to_json()

@@ -1,19 +1,26 @@
 """JSON text with JavaScript semantics: ``JSON.parse`` and compact ``JSON.stringify``.
 
 The reference runs on JavaScript, so "valid JSON", number values and output bytes follow
-ECMAScript, not Python's ``json`` module (see ``protocol-deterministic.md`` §0.6 and §0.7).
+ECMAScript, not Python's ``json`` module.
 
 Parsing tries orjson first: everything orjson accepts, JavaScript accepts with the same value
 (checked for BOMs, constants, leading zeros, control characters, duplicate keys). What orjson
 refuses but JavaScript accepts (lone-surrogate escapes, numbers that overflow to infinity, nesting
-deeper than 1024) goes to a small iterative parser with no depth limit.
+deeper than 1024) takes the fallback: a linear scan first refuses text nested deeper than
+:data:`MAX_JSON_DEPTH`, then shallow text goes to the standard library's C scanner and deep text
+to a small iterative parser.
+
+Both directions share the one nesting bound, :data:`MAX_JSON_DEPTH`: whatever parses can be
+serialized again, and :func:`js_stringify` refuses exactly what would not parse.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from itertools import accumulate
+from json import JSONDecoder
 from json import decoder as _stdlib_decoder
 from json.encoder import encode_basestring
 from typing import Any, Final
@@ -21,14 +28,23 @@ from typing import Any, Final
 import orjson
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "JsonSyntaxError",
     "js_number",
     "js_stringify",
+    "nests_deeper_than",
     "parse_json_text",
+    "plain_json",
     "utf8_len",
 ]
 
 MAX_SAFE_INTEGER: Final = 9007199254740991
+#: The deepest nesting (arrays and objects open at once; ``[]`` is 1) that JSON text may have
+#: to parse, and that a value may have to be serialized. JavaScript's ``JSON.parse`` has no
+#: bound, but every envelope but an Ask tool call's ``args`` is shallow, and a bound keeps a
+#: hostile line from costing seconds of CPU: 10000 covers anything a 16 KiB site config can
+#: hold (8192 levels) and the 2000-level ``args`` the reference re-serializes.
+MAX_JSON_DEPTH: Final = 10000
 
 
 # The C string scanner of the standard library: JSON string escapes exactly as JSON.parse reads
@@ -48,20 +64,98 @@ _ARRAY = 0
 _OBJECT = 1
 
 
+# Openers become 1 and closers -1 once read as signed bytes; every other byte is deleted.
+_BRACKET_STEPS: Final = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+_NOT_BRACKETS: Final = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP_CHUNK: Final = 4096
+# The standard library's C scanner recurses once per level; below this depth that is safe
+# whatever the caller's own stack depth.
+_C_SCANNER_DEPTH: Final = 200
+
+
+def _bracket_steps(text: str) -> bytes:
+    """The brackets of ``text`` outside strings, in order, as steps of +1 and -1 (bytes).
+
+    Only C-speed string operations, each one pass: escaped backslashes are paired off from the
+    left (as a string's escapes pair them), then escaped quotes removed, so every quote left
+    opens or closes a string and every other segment between quotes is outside strings.
+    """
+    if "\\" in text:
+        text = text.replace("\\\\", "").replace('\\"', "")
+    if '"' in text:
+        text = "".join(text.split('"')[::2])
+    return text.encode("utf-8", "surrogatepass").translate(_BRACKET_STEPS, _NOT_BRACKETS)
+
+
+def _nests_deeper_than(steps: bytes, limit: int) -> bool:
+    # A chunk can only pass the limit if the depth at its start plus its openers does, so most
+    # chunks are skipped on two counts; the rest are summed in C.
+    if steps.count(1) <= limit:
+        return False
+    depth = 0
+    for start in range(0, len(steps), _STEP_CHUNK):
+        chunk = steps[start : start + _STEP_CHUNK]
+        opening = chunk.count(1)
+        if (
+            depth + opening > limit
+            and max(accumulate(memoryview(chunk).cast("b"), initial=depth)) > limit
+        ):
+            return True
+        depth += 2 * opening - len(chunk)
+    return False
+
+
+def nests_deeper_than(text: str, limit: int) -> bool:
+    """Whether JSON ``text`` nests more than ``limit`` arrays and objects, in linear time.
+
+    Brackets inside strings do not count. Exact for valid JSON. For invalid text the answer
+    may be either, but never below the depth a parser reaches before it finds the error, so
+    the text still fails to parse, at no more than that cost.
+    """
+    return _nests_deeper_than(_bracket_steps(text), limit)
+
+
+def _raise_constant(name: str) -> Any:
+    # NaN, Infinity and -Infinity are not JSON.
+    raise JsonSyntaxError("invalid JSON")
+
+
+def _int_literal(literal: str) -> Any:
+    # Same shapes as orjson: integral literals are ints, up to 20 characters; longer ones are
+    # floats (the ``int`` of a huge literal is refused by Python, and is a double in JavaScript).
+    return int(literal) if len(literal) <= 20 else float(literal)
+
+
 def parse_json_text(text: str) -> Any:
-    """Parse ``text`` as ``JSON.parse`` would.
+    """Parse ``text`` as ``JSON.parse`` would, up to :data:`MAX_JSON_DEPTH` levels of nesting.
 
     Numbers become ``int`` when they are integral literals within the safe-integer range and
     ``float`` otherwise (so ``1e400`` is ``inf``, as in JavaScript). Lone-surrogate escapes stay
-    in the string. Nesting depth is unlimited.
+    in the string. Text nested deeper than :data:`MAX_JSON_DEPTH` is refused before any of it
+    is parsed, in time linear in its length.
 
     Raises:
-        JsonSyntaxError: when JavaScript would raise a ``SyntaxError``.
+        JsonSyntaxError: when JavaScript would raise a ``SyntaxError``, or the text is nested
+            too deeply.
     """
     try:
         return orjson.loads(text)
     except (orjson.JSONDecodeError, TypeError, UnicodeError):
         pass
+    steps = _bracket_steps(text)
+    if _nests_deeper_than(steps, MAX_JSON_DEPTH):
+        raise JsonSyntaxError("nested too deeply")
+    if not _nests_deeper_than(steps, _C_SCANNER_DEPTH):
+        try:
+            # A decoder per call: its scanner's key memo is not meant to be shared by threads.
+            decoder = JSONDecoder(parse_int=_int_literal, parse_constant=_raise_constant)
+            return decoder.decode(text)
+        except JsonSyntaxError:
+            raise
+        except RecursionError:  # pragma: no cover - a caller already near the limit
+            pass
+        except ValueError as exc:
+            raise JsonSyntaxError("invalid JSON") from exc
     try:
         return _parse_slow(text)
     except JsonSyntaxError:
@@ -235,7 +329,7 @@ def _ordered_items(obj: Mapping[str, Any]) -> list[tuple[str, Any]]:
     return [(k, v) for _, k, v in index_keys] + [(k, v) for k, v in items if k not in seen]
 
 
-def _write(value: Any, out: list[str]) -> None:
+def _write_scalar(value: Any, out: list[str]) -> None:
     if value is None:
         out.append("null")
     elif value is True:
@@ -246,26 +340,99 @@ def _write(value: Any, out: list[str]) -> None:
         out.append(encode_basestring(value))
     elif isinstance(value, int | float):
         out.append(js_number(value))
-    elif isinstance(value, Mapping):
-        out.append("{")
-        first = True
-        for key, item in _ordered_items(value):
-            if not first:
-                out.append(",")
-            first = False
-            out.append(encode_basestring(key))
-            out.append(":")
-            _write(item, out)
-        out.append("}")
-    elif isinstance(value, list | tuple):
-        out.append("[")
-        for i, item in enumerate(value):
-            if i:
-                out.append(",")
-            _write(item, out)
-        out.append("]")
     else:
         raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+_END: Final[Any] = object()
+
+
+def _write(root: Any, out: list[str]) -> None:
+    """Write ``root`` without recursion; nesting beyond :data:`MAX_JSON_DEPTH` is refused."""
+    # Frames: [item iterator, is an object, items written so far]
+    stack: list[list[Any]] = []
+    value = root
+    while True:
+        if isinstance(value, Mapping):
+            out.append("{")
+            stack.append([iter(_ordered_items(value)), True, 0])
+        elif isinstance(value, list | tuple):
+            out.append("[")
+            stack.append([iter(value), False, 0])
+        else:
+            _write_scalar(value, out)
+        if len(stack) > MAX_JSON_DEPTH:
+            raise ValueError("nested too deeply to serialize")
+        while stack:
+            frame = stack[-1]
+            item = next(frame[0], _END)
+            if item is _END:
+                out.append("}" if frame[1] else "]")
+                stack.pop()
+                continue
+            if frame[2]:
+                out.append(",")
+            frame[2] += 1
+            if frame[1]:
+                key: str
+                key, value = item
+                out.append(encode_basestring(key))
+                out.append(":")
+            else:
+                value = item
+            break
+        else:
+            return
+
+
+def plain_json(root: Any) -> Any:
+    """A copy of JSON data with every mapping a ``dict`` and every array a ``list``.
+
+    Iterative, so as deep as :data:`MAX_JSON_DEPTH`; deeper (or cyclic) data is refused.
+
+    Raises:
+        ValueError: when ``root`` nests deeper than :data:`MAX_JSON_DEPTH`.
+    """
+    if isinstance(root, Mapping):
+        top: Any = {}
+        items: Iterator[Any] = iter(root.items())
+    elif isinstance(root, tuple | list):
+        top, items = [], iter(root)
+    else:
+        return root
+    # Frames: (item iterator, target container)
+    stack: list[tuple[Iterator[Any], Any]] = [(items, top)]
+    while stack:
+        items, target = stack[-1]
+        for item in items:
+            if type(target) is dict:
+                key, child = item
+            else:
+                key, child = None, item
+            if isinstance(child, Mapping):
+                copy: Any = {}
+                nested: Iterator[Any] = iter(child.items())
+            elif isinstance(child, tuple | list):
+                copy, nested = [], iter(child)
+            else:
+                copy = None
+            if copy is None:
+                if key is None:
+                    target.append(child)
+                else:
+                    target[key] = child
+                continue
+            if key is None:
+                target.append(copy)
+            else:
+                target[key] = copy
+            if len(stack) >= MAX_JSON_DEPTH:
+                raise ValueError("nested too deeply")
+            stack.append((nested, copy))
+            break
+        else:
+            stack.pop()
+    return top
 
 
 def js_stringify(value: Any) -> str:
@@ -276,6 +443,7 @@ def js_stringify(value: Any) -> str:
 
     Raises:
         TypeError: when ``value`` holds something that is not JSON.
+        ValueError: when ``value`` nests deeper than :data:`MAX_JSON_DEPTH` (or is cyclic).
     """
     out: list[str] = []
     _write(value, out)

@@ -2,14 +2,14 @@
 
 Every type here is strict about Python types (a ``bool`` is never a number, a number is never a
 string) and lenient exactly where JavaScript is (``5.0`` is the integer 5). Lengths are UTF-16
-code units; trimming uses the JavaScript whitespace set. See ``protocol-deterministic.md`` §0.
+code units; trimming uses the JavaScript whitespace set.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from types import MappingProxyType
 from typing import Annotated, Any, Final, Literal, TypeVar
 
@@ -24,7 +24,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from ._href import is_safe_href
-from ._json import MAX_SAFE_INTEGER, js_stringify
+from ._json import MAX_SAFE_INTEGER, js_stringify, plain_json
 from ._text import js_trim, utf16_len
 from ._time import is_timestamp
 
@@ -112,11 +112,8 @@ class StrictWireModel(WireModel):
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
+    # Without recursion: an Ask tool call's ``args`` may nest thousands of levels.
+    return plain_json(value)
 
 
 # --- scalar validators ---------------------------------------------------------------------------
@@ -254,12 +251,8 @@ def freeze(value: Any) -> Any:
 
 
 def thaw(value: Any) -> Any:
-    """Copy frozen JSON back into plain ``dict`` and ``list`` values."""
-    if isinstance(value, Mapping):
-        return {k: thaw(v) for k, v in value.items()}
-    if isinstance(value, tuple | list):
-        return [thaw(v) for v in value]
-    return value
+    """Copy frozen JSON back into plain ``dict`` and ``list`` values, without recursion."""
+    return plain_json(value)
 
 
 _SAFE_ID: Final = re.compile(SAFE_ID_PATTERN[1:-1])
