@@ -17,6 +17,7 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from agentskit_chat.protocol import ASK_ERROR_CASES, BackendMetric
+from agentskit_chat.server import create_ask_service_app
 from agentskit_chat.service import RateLimitDecision, TextDelta
 from tests.service._support import (
     CONTEXT,
@@ -25,10 +26,12 @@ from tests.service._support import (
     FixedLimiter,
     ScriptedGenerator,
     WaitingRetriever,
+    authenticate,
     body,
     make_app,
     make_service,
     names,
+    options,
     serve,
     site,
 )
@@ -301,3 +304,84 @@ async def test_http_disconnect_while_the_body_is_read_is_a_cancellation() -> Non
         ("cancellation.count", "cancelled"),
         ("request.total_ms", "cancelled"),
     ]
+
+
+async def test_http_a_body_that_drips_in_is_timed_out() -> None:
+    metrics: list[BackendMetric] = []
+    retriever = WaitingRetriever()
+    app = make_app(
+        retrievers={"local": retriever},
+        on_metric=metrics.append,
+        body_timeout=0.3,
+        # The request deadline is far away: only the body deadline can end this request.
+        site=site(requestTimeoutMs=120000),
+    )
+    request = (
+        b"POST /v1/ask HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer valid\r\n"
+        b"content-type: application/json\r\ncontent-length: 5000\r\n\r\n"
+    )
+    async with serve(app) as url:
+        port = int(url.rsplit(":", 1)[1])
+        async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+            await stream.send(request)
+
+            async def drip() -> None:
+                # One byte every 50 ms, 200 at most: bounded, and far short of 5,000.
+                for _ in range(200):
+                    try:
+                        await stream.send(b" ")
+                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                        return
+                    await anyio.sleep(0.05)
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(drip)
+                raw = await _read_response(stream)
+                group.cancel_scope.cancel()
+    head, _, payload = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408 ")
+    assert (
+        orjson.loads(payload)["error"]
+        == ASK_ERROR_CASES["request_timeout"].to_diagnostic().to_wire()
+    )
+    assert not retriever.started.is_set()
+    # The client was too slow: a refusal of its request, not a cancellation of ours.
+    assert ("request.total_ms", "rejected") in [(m.name, m.outcome) for m in metrics]
+
+
+async def test_http_a_client_gone_during_authentication_is_noticed_at_the_body() -> None:
+    # ASGI reports a disconnect only through receive(), which hands out the body first, and the
+    # body must not be read before the rate limit. So a client that leaves while it is being
+    # authenticated is noticed when the body is read: nothing is retrieved or generated.
+    metrics: list[BackendMetric] = []
+    retriever = WaitingRetriever()
+    generator = ScriptedGenerator(chunks=(TextDelta("never"),))
+    released = anyio.Event()
+    gone = anyio.Event()
+
+    async def slow_authenticate(request: Any) -> Any:
+        await gone.wait()
+        released.set()
+        return authenticate(request)
+
+    app = create_ask_service_app(
+        authenticate=slow_authenticate,
+        **options(retrievers={"local": retriever}, generator=generator, on_metric=metrics.append),
+    )
+    request = (
+        b"POST /v1/ask HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer valid\r\n"
+        b'content-type: application/json\r\ncontent-length: 5000\r\n\r\n{"messages"'
+    )
+    async with serve(app) as url:
+        port = int(url.rsplit(":", 1)[1])
+        async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+            await stream.send(request)
+            await anyio.sleep(0.1)
+        gone.set()
+        with anyio.fail_after(10):
+            await released.wait()
+            while "request.total_ms" not in names(metrics):
+                await anyio.sleep(0.01)
+    assert not retriever.started.is_set()
+    assert generator.requests == []
+    assert [(m.name, m.outcome) for m in metrics][-1] == ("request.total_ms", "cancelled")
