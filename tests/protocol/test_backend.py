@@ -626,3 +626,65 @@ def test_diagnostics_never_echo_input(operation: str, noise: str, key: str) -> N
 def test_module_exports_are_complete() -> None:
     for name in _backend.__all__:
         assert getattr(_backend, name) is not None
+
+
+# --- "__proto__" and "constructor" in strict objects --------------------------------------------
+
+#: Every strict object of the backend envelopes, as (decoder, builder of the payload given the
+#: object with an extra key, the object without it).
+STRICT_OBJECTS: list[tuple[str, Decoder, Callable[[dict[str, Any]], Any], dict[str, Any]]] = [
+    ("request", decode_ask_request, lambda o: o, request()),
+    ("message", decode_ask_request, lambda o: request(messages=[o]), user("hi")),
+    ("site", decode_backend_site_config, lambda o: o, site()),
+    *(
+        (section, decode_backend_site_config, lambda o, s=section: site(**{s: o}), site()[section])
+        for section in ("assistant", "corpus", "limits", "persistence")
+    ),
+    ("source", decode_grounded_source, lambda o: o, source()),
+    ("session", decode_ask_session_record, lambda o: o, {"revision": 0, "messages": []}),
+    (
+        "session-message",
+        decode_ask_session_record,
+        lambda o: {"revision": 0, "messages": [o]},
+        user("hi"),
+    ),
+    ("usage", decode_ask_usage, lambda o: o, {"inputTokens": 1}),
+    (
+        "diagnostic",
+        decode_ask_diagnostic,
+        lambda o: o,
+        {"code": "ASK_TIMEOUT", "message": "m", "retryable": True},
+    ),
+    ("metric", decode_backend_metric, lambda o: o, metric()),
+]
+
+
+@pytest.mark.parametrize(
+    ("decoder", "build", "obj"),
+    [pytest.param(d, b, o, id=name) for name, d, b, o in STRICT_OBJECTS],
+)
+@settings(max_examples=20, deadline=None)
+@given(value=st.one_of(st.none(), st.integers(), st.text(max_size=5), st.just({}), st.just([])))
+def test_proto_key_is_dropped_from_every_strict_object(
+    decoder: Decoder, build: Callable[[dict[str, Any]], Any], obj: dict[str, Any], value: Any
+) -> None:
+    # Same verdict as the reference: the key never becomes a property there, so it is not
+    # an unknown key; its value is read by nothing, here or there.
+    plain = decoder(build(copy.deepcopy(obj)))
+    assert plain.ok
+    with_proto = decoder(build({**copy.deepcopy(obj), "__proto__": value}))
+    assert with_proto.ok
+    assert with_proto.value.to_json() == plain.value.to_json()
+    text = js_stringify(build({**copy.deepcopy(obj), "__proto__": value}))
+    assert decoder(text).value.to_json() == plain.value.to_json()
+
+
+@pytest.mark.parametrize(
+    ("decoder", "build", "obj"),
+    [pytest.param(d, b, o, id=name) for name, d, b, o in STRICT_OBJECTS],
+)
+@pytest.mark.parametrize("key", ["constructor", "__proto", "__PROTO__", "prototype", "toString"])
+def test_other_object_keys_stay_unknown_keys(
+    decoder: Decoder, build: Callable[[dict[str, Any]], Any], obj: dict[str, Any], key: str
+) -> None:
+    assert not decoder(build({**copy.deepcopy(obj), key: 1})).ok

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentskit_chat.protocol import _json
+from agentskit_chat.protocol import _json, decode_answer_response
+from agentskit_chat.protocol._decode import NOT_JSON, TOO_DEEP, parse_candidate
 from agentskit_chat.protocol._json import (
     MAX_JSON_DEPTH,
     JsonSyntaxError,
@@ -313,3 +314,15 @@ def test_utf8_len_counts_lone_surrogates_as_three() -> None:
     assert utf8_len("é") == 2
     assert utf8_len("😀") == 4
     assert utf8_len("\ud800") == 3
+
+
+def test_decoders_report_too_deep_text_as_the_wrong_shape() -> None:
+    # No envelope nests that deep, so well-formed text that does is invalid, as the reference
+    # says; it is just never parsed.
+    assert isinstance(parse_candidate("[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH), list)
+    assert parse_candidate("[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1)) is TOO_DEEP
+    assert parse_candidate("[" * MAX_JSON_DEPTH) is NOT_JSON
+    deep = MAX_JSON_DEPTH + 1
+    result = decode_answer_response("[" * deep + "]" * deep)
+    assert result.diagnostic is not None
+    assert result.diagnostic.message == "Deterministic payload is invalid."

@@ -6,10 +6,10 @@ from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel, TypeAdapter
 
-from ._json import JsonSyntaxError, parse_json_text
+from ._json import JsonSyntaxError, JsonTooDeepError, parse_json_text
 from ._text import combine_surrogates
 
-__all__ = ["NOT_JSON", "as_text", "is_object", "parse_candidate", "validate_model"]
+__all__ = ["NOT_JSON", "TOO_DEEP", "as_text", "is_object", "parse_candidate", "validate_model"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -22,6 +22,19 @@ class _NotJson:
 
 
 NOT_JSON: Final = _NotJson()
+
+
+class _TooDeep:
+    """Sentinel for JSON text nested too deeply to parse: no schema accepts it."""
+
+    def __repr__(self) -> str:
+        return "TOO_DEEP"
+
+
+#: What :func:`parse_candidate` gives for text nested deeper than ``MAX_JSON_DEPTH``. Every
+#: envelope it can be is shallow, so a decoder reports it with its "invalid" diagnostic: the
+#: reference's verdict on such text whenever it is well-formed.
+TOO_DEEP: Final = _TooDeep()
 
 
 def as_text(payload: bytes | bytearray | memoryview | str) -> str:
@@ -37,9 +50,15 @@ def as_text(payload: bytes | bytearray | memoryview | str) -> str:
 
 
 def parse_candidate(text: str) -> Any:
-    """Parse JSON text with ``JSON.parse`` rules; :data:`NOT_JSON` when it does not parse."""
+    """Parse JSON text with ``JSON.parse`` rules; :data:`NOT_JSON` when it does not parse.
+
+    Text nested deeper than ``MAX_JSON_DEPTH`` gives :data:`TOO_DEEP`, which fails every
+    schema, so the decoder's "invalid" diagnostic reports it.
+    """
     try:
         return parse_json_text(text)
+    except JsonTooDeepError:
+        return TOO_DEEP
     except JsonSyntaxError:
         return NOT_JSON
     except (RecursionError, MemoryError):  # pragma: no cover - the parser is iterative

@@ -30,6 +30,7 @@ import orjson
 __all__ = [
     "MAX_JSON_DEPTH",
     "JsonSyntaxError",
+    "JsonTooDeepError",
     "js_number",
     "js_stringify",
     "nests_deeper_than",
@@ -54,6 +55,10 @@ scanstring: Callable[[str, int, bool], tuple[str, int]] = _stdlib_decoder.scanst
 
 class JsonSyntaxError(ValueError):
     """The text is not valid JSON under ``JSON.parse`` rules. Carries no input data."""
+
+
+class JsonTooDeepError(JsonSyntaxError):
+    """The text nests deeper than :data:`MAX_JSON_DEPTH`, and was refused unparsed."""
 
 
 # --- parsing -------------------------------------------------------------------------------------
@@ -135,8 +140,8 @@ def parse_json_text(text: str) -> Any:
     is parsed, in time linear in its length.
 
     Raises:
-        JsonSyntaxError: when JavaScript would raise a ``SyntaxError``, or the text is nested
-            too deeply.
+        JsonSyntaxError: when JavaScript would raise a ``SyntaxError``.
+        JsonTooDeepError: when the text nests deeper than :data:`MAX_JSON_DEPTH`.
     """
     try:
         return orjson.loads(text)
@@ -144,7 +149,7 @@ def parse_json_text(text: str) -> Any:
         pass
     steps = _bracket_steps(text)
     if _nests_deeper_than(steps, MAX_JSON_DEPTH):
-        raise JsonSyntaxError("nested too deeply")
+        raise JsonTooDeepError("nested too deeply")
     if not _nests_deeper_than(steps, _C_SCANNER_DEPTH):
         try:
             # A decoder per call: its scanner's key memo is not meant to be shared by threads.
