@@ -22,11 +22,12 @@ from pydantic_ai.settings import ModelSettings
 
 from agentskit_chat.agents import (
     ANSWER_COMMIT_ENV,
+    ANSWER_COMMIT_METADATA_KEY,
     RUN_FAILED_MESSAGE,
+    PydanticAIChatAdapter,
     create_agent,
     from_pydantic_ai,
 )
-from agentskit_chat.agents._pydantic_ai import ANSWER_COMMIT_METADATA_KEY, PydanticAIChatAdapter
 from agentskit_chat.answer_commit import ANSWER_COMMIT_TOOL_NAME, render_answer
 from agentskit_chat.errors import AnswerCommitError
 from agentskit_chat.runtime import (

@@ -18,6 +18,7 @@ from ._answer_commit import (
     ANALYST_AGENT_NAME,
     ANSWER_COMMIT_ENV,
     ANSWER_COMMIT_INSTRUCTIONS,
+    ANSWER_COMMIT_METADATA_KEY,
     ANSWER_PROSE_INSTRUCTIONS,
     answer_commit_enabled,
     committed_answer,
@@ -26,7 +27,6 @@ from ._answer_commit import (
 )
 from ._models import OPENAI_COMPATIBLE_PREFIX, resolve_model
 from ._pydantic_ai import (
-    ANSWER_COMMIT_METADATA_KEY,
     RUN_FAILED_MESSAGE,
     PydanticAIChatAdapter,
     PydanticAISource,

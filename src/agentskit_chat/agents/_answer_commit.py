@@ -39,12 +39,17 @@ __all__ = [
     "ANALYST_AGENT_NAME",
     "ANSWER_COMMIT_ENV",
     "ANSWER_COMMIT_INSTRUCTIONS",
+    "ANSWER_COMMIT_METADATA_KEY",
     "ANSWER_PROSE_INSTRUCTIONS",
     "answer_commit_enabled",
     "committed_answer",
     "create_agent",
     "mask_answer_commits",
 ]
+
+#: Where a committed answer's metadata (shape, ``answer_only``, the ``readings`` ledger) goes
+#: in the assistant message's metadata.
+ANSWER_COMMIT_METADATA_KEY: Final = "answer_commit"
 
 #: The environment variable that turns ``answer_commit`` off when set to ``0`` (or ``false``,
 #: ``no``, ``off``); read when an agent is built.

@@ -44,16 +44,11 @@ if TYPE_CHECKING:
     from ._pydantic_ai_history import RunInput
 
 __all__ = [
-    "ANSWER_COMMIT_METADATA_KEY",
     "RUN_FAILED_MESSAGE",
     "PydanticAIChatAdapter",
     "PydanticAISource",
     "from_pydantic_ai",
 ]
-
-#: Where a committed answer's metadata (shape, ``answer_only``, the ``readings`` ledger) goes
-#: in the assistant message's metadata.
-ANSWER_COMMIT_METADATA_KEY: Final = "answer_commit"
 
 #: The text of the ``error`` chunk when the run fails (the provider's own text is never shown).
 RUN_FAILED_MESSAGE: Final = "The assistant could not complete its answer. Please try again."

@@ -45,7 +45,7 @@ from agentskit_chat.protocol import TokenUsage, ToolCall
 from agentskit_chat.protocol._json import js_stringify
 from agentskit_chat.runtime import StreamChunk
 
-from ._pydantic_ai import ANSWER_COMMIT_METADATA_KEY
+from ._answer_commit import ANSWER_COMMIT_METADATA_KEY
 from ._pydantic_ai_history import DENIED_PREFIX
 
 __all__ = ["EventMapper", "output_text", "token_usage"]

@@ -7,11 +7,10 @@ and 2 when it was called the wrong way.
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import Annotated
 
 import typer
-
-from agentskit_chat import __version__
 
 from ._artifact import artifact_app
 from ._ask import ask_command
@@ -35,7 +34,7 @@ app.command("render-answer")(render_answer_command)
 
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(__version__)
+        typer.echo(version("agentskit-chat"))
         raise typer.Exit()
 
 
