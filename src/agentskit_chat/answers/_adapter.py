@@ -1,6 +1,6 @@
 """The deterministic answer adapter: exact local answers first, a backend only when needed.
 
-``behaviour-answers-and-ask-client.md`` §2. Every turn is first resolved against the verified
+``docs/answers.md``. Every turn is first resolved against the verified
 artifact. Answers and choices are streamed locally as ordered assistant content; escalations
 go to the fallback adapter (with the escalation envelope in the request metadata), or become
 a safe local message when there is no backend.

@@ -1,6 +1,6 @@
 """Watching a backend's stream: pass every chunk through, attach one honest answer envelope.
 
-``behaviour-answers-and-ask-client.md`` §2.6. The backend's chunks reach the consumer unchanged
+``docs/answers.md``. The backend's chunks reach the consumer unchanged
 and immediately. Its text is observed up to 262,144 UTF-16 units; when the turn ends, the
 observed text becomes a ``high/backend`` answer envelope (with the citations of any valid
 ``source-list`` components), or a low ``corrupt`` escalation when it broke a limit or is not
@@ -132,7 +132,7 @@ async def closing_iterator(iterator: AsyncIterator[Any]) -> AsyncIterator[AsyncI
 
 
 class ObservedBackendSource:
-    """A backend source wrapped by the observer of §2.6.
+    """A backend source wrapped by the decision observer.
 
     ``abort()`` is forwarded to the backend unchanged. When the consumer stops iterating or its
     task is cancelled, the backend's iterator is closed.

@@ -1,6 +1,6 @@
 """Choice-submission reservations: a deterministic ChoiceList click becomes one send, once.
 
-``behaviour-answers-and-ask-client.md`` §2.7. When the adapter shows a ``choice-list`` frame for
+``docs/answers.md``. When the adapter shows a ``choice-list`` frame for
 an ambiguous question, it remembers that exact frame for that session. A click on it can then
 be turned into sending the chosen entry's unique alias: the host gets a reservation, sends the
 alias, and commits the reservation when the send succeeded (or releases it so that a retry can

@@ -1,4 +1,4 @@
-"""Projecting a decision into ordered assistant content (§2.5), and the SourceList props rule.
+"""Projecting a decision into ordered assistant content, and the SourceList props rule.
 
 An answer becomes its Markdown plus a ``source-list`` frame for its citations; choices become
 the decision message plus a ``choice-list`` frame whose choices show each entry's unique alias;

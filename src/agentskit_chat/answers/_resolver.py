@@ -1,6 +1,6 @@
 """The deterministic answer resolver: exact answers from a verified artifact, or nothing.
 
-``behaviour-answers-and-ask-client.md`` §1. A question is answered locally only when its
+``docs/answers.md``. A question is answered locally only when its
 normalized form is exactly an alias of one artifact entry; several entries make a ``choices``
 envelope; everything else is a low-confidence escalation. No token, prefix, fuzzy, semantic or
 model matching is ever performed.

@@ -1,6 +1,6 @@
 """The Ask client adapter: a chat adapter that answers through an Ask service over HTTP.
 
-``behaviour-answers-and-ask-client.md`` §3. A source posts the projected conversation (plus the
+``docs/ask-client.md``. A source posts the projected conversation (plus the
 deterministic plane's escalation, when there is one) to the service, reads the response as Ask
 NDJSON or plain text, and streams it as ordered assistant content: one ``text`` chunk per
 record, whose concatenation is a valid, bounded ``agentskit.chat.content/1`` envelope. It
@@ -81,7 +81,7 @@ def _ssl_context() -> ssl.SSLContext:
     return context
 
 
-# --- the source (§3.4-3.7) ---------------------------------------------------------------------
+# --- the source -----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,10 +1,10 @@
 """What the Ask client sends and what it makes of the answer, with no I/O.
 
-``behaviour-answers-and-ask-client.md`` §3.6, §3.8 and §3.9:
+``docs/ask-client.md``:
 
 - the conversation is projected to Ask messages (user and assistant only; ordered assistant
   content becomes its text, with ``[<componentKey>]`` for each component) and then trimmed to
-  the service's bounds (DECISIONS 14);
+  the service's bounds, so a long conversation is trimmed rather than refused;
 - each Ask event is projected to text, a component frame, an error or the end of the answer
   (``cite`` becomes a ``source-list`` frame with only safe links);
 - :class:`AskContentEncoder` re-encodes text and frames as ordered assistant content that
@@ -67,7 +67,7 @@ __all__ = [
 
 #: How many UTF-16 units one text record holds at most.
 ASK_TEXT_RECORD_UNITS: Final = 16384
-#: The error texts of the two content limits (§3.6); they end the stream as an error chunk.
+#: The error texts of the two content limits; they end the stream as an error chunk.
 ASK_CONTENT_BYTE_LIMIT_MESSAGE: Final = "Ask response exceeded the assistant content byte limit."
 ASK_CONTENT_RECORD_LIMIT_MESSAGE: Final = (
     "Ask response exceeded the assistant content record limit."
@@ -109,7 +109,7 @@ def _slices(value: str, units: int) -> Iterator[str]:
         value = value[len(piece) :]
 
 
-# --- history (§3.9 and DECISIONS 14) ----------------------------------------------------------
+# --- history ----------------------------------------------------------------------------------
 
 
 def _assistant_text(content: str) -> str:
@@ -157,7 +157,8 @@ ASK_HISTORY_MAX_BYTES: Final = 49152
 def trim_ask_history(
     messages: Sequence[Mapping[str, str]], *, max_bytes: int = ASK_HISTORY_MAX_BYTES
 ) -> tuple[AskMessage, ...]:
-    """Fit projected messages to what an Ask service accepts (DECISIONS 14).
+    """Fit projected messages to what an Ask service accepts (count and length bounds), so a
+    long conversation is trimmed rather than refused by the service.
 
     Keeps the newest 64 messages (the oldest are dropped first), cuts each content to its
     first 16,384 UTF-16 units (never splitting a surrogate pair), then drops the oldest
@@ -189,7 +190,7 @@ def trim_ask_history(
     return tuple(out[start:])
 
 
-# --- safe links (§3.8) -------------------------------------------------------------------------
+# --- safe links -------------------------------------------------------------------------------
 
 
 def _parse(value: str, base: str | None = None) -> ada_url.URL | None:
@@ -246,7 +247,7 @@ def safe_source_href(path: str, anchor: str | None = None) -> str | None:
     return href
 
 
-# --- event projection (§3.8) -------------------------------------------------------------------
+# --- event projection -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -379,7 +380,7 @@ def project_ask_event(
     return _custom(event, project_tool)
 
 
-# --- bounded encoding (§3.6) -------------------------------------------------------------------
+# --- bounded encoding -------------------------------------------------------------------------
 
 
 class AskContentEncoder:

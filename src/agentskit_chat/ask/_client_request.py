@@ -1,6 +1,6 @@
 """The request an Ask client sends: the endpoint URL with its hints, and the exact body.
 
-``behaviour-answers-and-ask-client.md`` §3.2-3.3, with the history bounds of DECISIONS 14.
+``docs/ask-client.md``, with history trimmed to the service's bounds.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _FORM_SAFE: Final = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789*-._")
 
 
-# --- the endpoint (§3.2) -----------------------------------------------------------------------
+# --- the endpoint ------------------------------------------------------------------------------
 
 
 def _usv(value: str) -> str:
@@ -124,7 +124,7 @@ def resolve_ask_endpoint(
     return url.pathname + url.search + url.hash if relative else url.href
 
 
-# --- the request (§3.3) ------------------------------------------------------------------------
+# --- the request -------------------------------------------------------------------------------
 
 
 def _escalation(request: AdapterRequest) -> dict[str, Any] | None:

@@ -1,4 +1,4 @@
-"""Privacy-safe metrics of the Ask service (``behaviour-server.md`` §2.4).
+"""Privacy-safe metrics of the Ask service (names and fields: ``docs/operations.md``).
 
 Every measurement leaves the service as a validated :class:`~agentskit_chat.protocol.BackendMetric`
 with exactly ten fields. The record has no place for a question, an answer, a source, a subject

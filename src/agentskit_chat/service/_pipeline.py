@@ -1,4 +1,4 @@
-"""The Ask service pipeline, free of any transport (``behaviour-server.md`` §2.1-2.2).
+"""The Ask service pipeline, free of any transport (its order: ``docs/ask-service.md``).
 
 :class:`AskService` takes one request through the exact order of the spec: method, media type,
 authentication, trusted site, subject, corpus/persona hints, rate limit, and only then the body,
@@ -371,7 +371,8 @@ class AskService:
             return 0.0
 
     def _failure(self, call: _Call, exc: Exception) -> AskResponse:
-        """The pre-stream exception mapping of §2.2."""
+        """What a failure before the stream starts answers: a timeout, the error's own
+        diagnostic, or the internal error (whose text never reaches the client)."""
         now = anyio.current_time()
         expired = (
             isinstance(exc, _Expired)
@@ -442,7 +443,8 @@ class AskService:
         ):
             raise _case("forbidden")
 
-        # DECISIONS 8: the bootstrap deadline ends with bootstrap; the request deadline starts.
+        # The bootstrap deadline ends with bootstrap, so a slow authenticator cannot cut the
+        # answer short; the request deadline starts now.
         call.in_bootstrap = False
         call.request_deadline = anyio.current_time() + site.limits.request_timeout_ms / 1000
         with anyio.CancelScope(deadline=call.request_deadline) as request_scope:
@@ -482,7 +484,8 @@ class AskService:
 
         request = await read_request()
         if request.messages[-1].role != "user":
-            # DECISIONS 4: the service never silently re-answers an older question.
+            # Answering the last user message of such a history would silently re-answer an
+            # older question: the request is refused instead.
             raise _case("invalid_request")
         metrics.record("deterministic.fallback", 0 if request.deterministic is None else 1)
 
@@ -491,10 +494,12 @@ class AskService:
             if self._store is None:
                 raise _case("persistence_not_configured")
             if request.session_id is None:
-                # DECISIONS 2: the client left out what the site requires.
+                # The site requires persistence and the client left out the session: the
+                # client's error (400), not a server fault.
                 raise _case("invalid_request")
             key = SessionKey(site.site_id, subject_id, request.session_id)
-        # DECISIONS 3: with persistence disabled, nothing is loaded or saved.
+        # With persistence disabled nothing is loaded or saved, even with a store and a
+        # session id at hand: the site's setting is the only authority.
 
         stored_revision = 0
         messages: tuple[AskMessage, ...] = request.messages
@@ -543,7 +548,8 @@ class AskService:
 
 
 def _merge(stored: tuple[AskMessage, ...], question: AskMessage) -> tuple[AskMessage, ...]:
-    """Server history wins: only the client's latest question is added to it (§2.2 step 15)."""
+    """Server history wins: only the client's latest question is added to it (a client cannot
+    rewrite what was said)."""
     if stored and stored[-1].role == "user" and stored[-1].content == question.content:
         return stored
     return (*stored, question)[-ASK_REQUEST_MAX_MESSAGES:]

@@ -1,4 +1,4 @@
-"""The Ask response: a pull-driven NDJSON stream (``behaviour-server.md`` §2.3).
+"""The Ask response: a pull-driven NDJSON stream (its events: ``docs/ask-service.md``).
 
 Generation runs only while the consumer pulls the next line, so a slow reader slows the
 generator down instead of filling a buffer, and nothing runs in the background. Each pull runs
@@ -61,7 +61,7 @@ _EMPTY: Final = "The grounded answer was empty."
 
 
 def _generation_failed(message: str) -> AskServiceError:
-    # DECISIONS 6: the same question over the same sources fails the same way, so a retry
+    # The same question over the same sources fails the same way, so a retry
     # cannot be promised to succeed.
     return AskServiceError(502, "ASK_GENERATION_FAILED", message, retryable=False)
 
@@ -138,7 +138,7 @@ def _in_stream_diagnostic(error: BaseException | None, timed_out: bool) -> AskDi
     elif isinstance(error, AskServiceError):
         code, message, retryable = error.code, error.message, error.retryable
     elif isinstance(error, StorageError):
-        # DECISIONS 6: only a transient storage failure is worth retrying.
+        # Only a transient storage failure is worth retrying: the diagnostic says so.
         code, message, retryable = "ASK_INTERNAL", "The Ask request failed.", error.retryable
     else:
         code, message, retryable = "ASK_INTERNAL", "The Ask request failed.", False
@@ -153,7 +153,7 @@ def _in_stream_diagnostic(error: BaseException | None, timed_out: bool) -> AskDi
 
 
 class _AskStream:
-    """Steps 1-7 of §2.3, driven one frame per pull."""
+    """The stream's steps (text, citations, persistence, usage, done), one frame per pull."""
 
     def __init__(self, plan: StreamPlan) -> None:
         self._plan = plan
