@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import uvicorn
 
-#: Every test clock reads this instant (DECISIONS 19: no test depends on today's date).
+#: Every test clock reads this instant: no test depends on today's date.
 NOW = datetime(2026, 7, 13, 12, tzinfo=UTC)
 
 GUIDE = """\

@@ -1,4 +1,4 @@
-"""The chat controller's lifecycle: send, stop, retry, regenerate, edit, chunks, memory (§0.1)."""
+"""The chat controller's lifecycle: send, stop, retry, regenerate, edit, chunks, memory."""
 
 from __future__ import annotations
 

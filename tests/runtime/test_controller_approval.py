@@ -1,4 +1,4 @@
-"""The chat controller's tool approvals and denials, for its own tools and the adapter's (§0.1)."""
+"""The chat controller's tool approvals and denials, for its own tools and the adapter's."""
 
 from __future__ import annotations
 

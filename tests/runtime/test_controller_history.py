@@ -1,4 +1,4 @@
-"""The chat controller's history operations (retry, regenerate, edit) and its memory (§0.1)."""
+"""The chat controller's history operations (retry, regenerate, edit) and its memory."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The chat controller's tool proposals: registry checks, validation, authorization (§0.1)."""
+"""The chat controller's tool proposals: registry checks, validation, authorization."""
 
 from __future__ import annotations
 

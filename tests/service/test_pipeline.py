@@ -1,4 +1,4 @@
-"""The Ask service pipeline: §2.6 vectors, the error catalogue, order, authority, deadlines,
+"""The Ask service pipeline: the worked examples, the error catalogue, order, authority, deadlines,
 persistence, metrics, and the DECISIONS rules it implements (2, 3, 4, 6, 8)."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def diag(name: str) -> dict[str, Any]:
     return {"error": {"code": case.code, "message": case.message, "retryable": case.retryable}}
 
 
-# --- §2.6 vectors ---------------------------------------------------------------------------------
+# --- worked examples ------------------------------------------------------------------------------
 
 
 async def test_vector_local_happy_path_with_persistence_and_usage() -> None:
@@ -381,7 +381,7 @@ async def test_catalogue_pre_stream_rows(
     assert response.header("x-request-id") == "request-1"
     assert response.header("content-type") == "application/json; charset=utf-8"
     assert response.header("cache-control") == "no-store"
-    # Only a limiter that says when to come back sets retry-after (see the §2.6 vector).
+    # Only a limiter that says when to come back sets retry-after (see the worked examples).
     assert response.header("retry-after") is None
     assert [e async for e in response.events()] == []
 
