@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from agentskit_chat.errors import ProtocolError
 from agentskit_chat.protocol._cursor import TurnSnapshotCursor
-from agentskit_chat.protocol._json import js_stringify
+from agentskit_chat.protocol._json import MAX_JSON_DEPTH, js_stringify
 from agentskit_chat.protocol._message import (
     MessageImagePart,
     MessageRecord,
@@ -344,12 +344,26 @@ def test_deep_nesting() -> None:
     assert diagnostic(decode_turn_event("[" * 100_000))["message"] == (
         "Turn event is not valid JSON."
     )
-    # Unknown keys are dropped without being examined, however deep they are.
+    # Unknown keys are dropped without being examined, up to the nesting bound.
+    at_bound = "[" * (MAX_JSON_DEPTH - 1) + "]" * (MAX_JSON_DEPTH - 1)
     submit = js_stringify(VALID_TURN_EVENT_FIXTURES["submit"])
-    assert decode_turn_event(submit[:-1] + ',"future":' + deep + "}").ok
+    assert decode_turn_event(submit[:-1] + ',"future":' + at_bound + "}").ok
     nested_meta = js_stringify(streaming(metadata={}))
-    broken = nested_meta.replace('"metadata":{}', '"metadata":{"n":' + deep + "}")
+    within = "[" * 5000 + "]" * 5000
+    broken = nested_meta.replace('"metadata":{}', '"metadata":{"n":' + within + "}")
     assert diagnostic(decode_turn_event(broken)) == {**INVALID, "eventId": "event-streaming"}
+
+
+def test_json_nesting_is_bounded_at_10000_levels() -> None:
+    # The reference would parse the whole line and drop the unknown key; a line nested past
+    # the bound is refused unparsed instead, as the envelope's "invalid".
+    past = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
+    submit = js_stringify(VALID_TURN_EVENT_FIXTURES["submit"])
+    assert diagnostic(decode_turn_event(submit[:-1] + ',"future":' + past + "}")) == INVALID
+    # Unparsed, the event's id is unknown, so the diagnostic cannot carry it.
+    nested_meta = js_stringify(streaming(metadata={}))
+    broken = nested_meta.replace('"metadata":{}', '"metadata":{"n":' + past + "}")
+    assert diagnostic(decode_turn_event(broken)) == INVALID
 
 
 def test_huge_numbers_are_rejected() -> None:

@@ -78,8 +78,8 @@ _STEP_CHUNK: Final = 4096
 _C_SCANNER_DEPTH: Final = 200
 
 
-def _bracket_steps(text: str) -> bytes:
-    """The brackets of ``text`` outside strings, in order, as steps of +1 and -1 (bytes).
+def _brackets(text: str) -> bytes:
+    """The brackets of ``text`` outside strings, in order (ASCII bytes).
 
     Only C-speed string operations, each one pass: escaped backslashes are paired off from the
     left (as a string's escapes pair them), then escaped quotes removed, so every quote left
@@ -89,7 +89,13 @@ def _bracket_steps(text: str) -> bytes:
         text = text.replace("\\\\", "").replace('\\"', "")
     if '"' in text:
         text = "".join(text.split('"')[::2])
-    return text.encode("utf-8", "surrogatepass").translate(_BRACKET_STEPS, _NOT_BRACKETS)
+    return text.encode("utf-8", "surrogatepass").translate(None, _NOT_BRACKETS)
+
+
+def _balanced(brackets: bytes) -> bool:
+    # As many closers as openers of each kind: what well-formed text has (a cheap necessary test).
+    arrays = brackets.count(b"[") == brackets.count(b"]")
+    return arrays and brackets.count(b"{") == brackets.count(b"}")
 
 
 def _nests_deeper_than(steps: bytes, limit: int) -> bool:
@@ -117,7 +123,7 @@ def nests_deeper_than(text: str, limit: int) -> bool:
     may be either, but never below the depth a parser reaches before it finds the error, so
     the text still fails to parse, at no more than that cost.
     """
-    return _nests_deeper_than(_bracket_steps(text), limit)
+    return _nests_deeper_than(_brackets(text).translate(_BRACKET_STEPS), limit)
 
 
 def _raise_constant(name: str) -> Any:
@@ -141,14 +147,18 @@ def parse_json_text(text: str) -> Any:
 
     Raises:
         JsonSyntaxError: when JavaScript would raise a ``SyntaxError``.
-        JsonTooDeepError: when the text nests deeper than :data:`MAX_JSON_DEPTH`.
+        JsonTooDeepError: when the text nests deeper than :data:`MAX_JSON_DEPTH` (and its
+            brackets balance, so it may well be valid).
     """
     try:
         return orjson.loads(text)
     except (orjson.JSONDecodeError, TypeError, UnicodeError):
         pass
-    steps = _bracket_steps(text)
+    brackets = _brackets(text)
+    steps = brackets.translate(_BRACKET_STEPS)
     if _nests_deeper_than(steps, MAX_JSON_DEPTH):
+        if not _balanced(brackets):
+            raise JsonSyntaxError("invalid JSON")
         raise JsonTooDeepError("nested too deeply")
     if not _nests_deeper_than(steps, _C_SCANNER_DEPTH):
         try:
