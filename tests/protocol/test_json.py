@@ -326,3 +326,19 @@ def test_decoders_report_too_deep_text_as_the_wrong_shape() -> None:
     result = decode_answer_response("[" * deep + "]" * deep)
     assert result.diagnostic is not None
     assert result.diagnostic.message == "Deterministic payload is invalid."
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    json_values.filter(lambda v: "inf" not in repr(v)), st.integers(min_value=201, max_value=600)
+)
+def test_deep_text_parsed_in_python_then_c_matches_the_standard_library(
+    value: Any, levels: int
+) -> None:
+    # Past 200 levels the upper levels are parsed in Python and the lower ones by the C
+    # scanner; the seam must not show.
+    text = '{"k":[' * (levels // 2) + json.dumps(value) + "]}" * (levels // 2)
+    assert as_doubles(_parse_slow(text)) == as_doubles(_stdlib(text))
+    assert as_doubles(parse_json_text(text.replace('"k"', '"\\ud800"'))) == as_doubles(
+        _stdlib(text.replace('"k"', '"\\ud800"'))
+    )

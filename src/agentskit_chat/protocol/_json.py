@@ -65,6 +65,8 @@ class JsonTooDeepError(JsonSyntaxError):
 
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+_OPEN_SIMPLE_KEY = re.compile(r'\{[ \t\n\r]*"([^"\\\x00-\x1f]*)"[ \t\n\r]*:[ \t\n\r]*')
+_WS_CHARS: Final = frozenset(" \t\n\r")
 _ARRAY = 0
 _OBJECT = 1
 
@@ -162,9 +164,7 @@ def parse_json_text(text: str) -> Any:
         raise JsonTooDeepError("nested too deeply")
     if not _nests_deeper_than(steps, _C_SCANNER_DEPTH):
         try:
-            # A decoder per call: its scanner's key memo is not meant to be shared by threads.
-            decoder = JSONDecoder(parse_int=_int_literal, parse_constant=_raise_constant)
-            return decoder.decode(text)
+            return _c_decoder().decode(text)
         except JsonSyntaxError:
             raise
         except RecursionError:  # pragma: no cover - a caller already near the limit
@@ -172,7 +172,7 @@ def parse_json_text(text: str) -> Any:
         except ValueError as exc:
             raise JsonSyntaxError("invalid JSON") from exc
     try:
-        return _parse_slow(text)
+        return _parse_slow(text, max(accumulate(memoryview(steps).cast("b"))))
     except JsonSyntaxError:
         raise
     except (ValueError, IndexError, UnicodeError) as exc:  # pragma: no cover - defensive
@@ -206,8 +206,24 @@ def _scalar(text: str, pos: int) -> tuple[Any, int]:
     return _number(text, pos)
 
 
-def _parse_slow(text: str) -> Any:
-    """An iterative recursive-descent parser: no recursion, so no depth limit."""
+def _c_decoder() -> JSONDecoder:
+    # A decoder per parse: its scanner's key memo is not meant to be shared by threads.
+    return JSONDecoder(parse_int=_int_literal, parse_constant=_raise_constant)
+
+
+def _parse_slow(text: str, depth: int | None = None) -> Any:
+    """An iterative recursive-descent parser: no recursion, so no depth limit.
+
+    ``depth`` is the text's nesting depth (counted when not given). Once so few levels can
+    remain below the current one that the C scanner's recursion is safe, each value is handed
+    to it whole: only the levels above are parsed here, in Python.
+    """
+    if depth is None:
+        steps = _brackets(text).translate(_BRACKET_STEPS)
+        depth = max(accumulate(memoryview(steps).cast("b")), default=0)
+    delegate_from = depth - _C_SCANNER_DEPTH
+    # The decoder's scanner (typeshed does not declare the attribute): (text, pos) -> (value, end).
+    scan_once: Callable[[str, int], tuple[Any, int]] = _c_decoder().scan_once  # type: ignore[attr-defined]
     stack: list[tuple[int, Any, Any]] = []
     pos = _WS.match(text, 0).end()  # type: ignore[union-attr]
     end = len(text)
@@ -217,7 +233,16 @@ def _parse_slow(text: str) -> Any:
             raise JsonSyntaxError("invalid JSON")
         ch = text[pos]
         value: Any
-        if ch == "[":
+        if len(stack) >= delegate_from and ch in "[{":
+            try:
+                value, pos = scan_once(text, pos)
+            except StopIteration as exc:
+                raise JsonSyntaxError("invalid JSON") from exc
+            except JsonSyntaxError:
+                raise
+            except ValueError as exc:
+                raise JsonSyntaxError("invalid JSON") from exc
+        elif ch == "[":
             pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
             if text[pos : pos + 1] == "]":
                 value, pos = [], pos + 1
@@ -225,6 +250,12 @@ def _parse_slow(text: str) -> Any:
                 stack.append((_ARRAY, [], None))
                 continue
         elif ch == "{":
+            # The common opening, ``{"key":`` with a key free of escapes, in one match.
+            opening = _OPEN_SIMPLE_KEY.match(text, pos)
+            if opening is not None:
+                stack.append((_OBJECT, {}, opening.group(1)))
+                pos = opening.end()
+                continue
             pos = _WS.match(text, pos + 1).end()  # type: ignore[union-attr]
             if text[pos : pos + 1] == "}":
                 value, pos = {}, pos + 1
@@ -236,7 +267,8 @@ def _parse_slow(text: str) -> Any:
             value, pos = _scalar(text, pos)
         # Attach the finished value to its containers, closing as many as end here.
         while True:
-            pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
+            if text[pos : pos + 1] in _WS_CHARS:  # a character test is cheaper than a match
+                pos = _WS.match(text, pos).end()  # type: ignore[union-attr]
             if not stack:
                 if pos != end:
                     raise JsonSyntaxError("invalid JSON")
