@@ -32,7 +32,7 @@ _STOP_TEXT: Final = """
     wants was way ways we well were what whatever when where whether which while who whom whose
     why will with within without would yes yet you your yours yourself yourselves happen happens
     happened work works working able anyone someone somebody exactly actually use uses used using
-    make makes made
+    make makes made explain s t don doesn isn aren wasn weren won wouldn shouldn couldn
 """
 #: Function words and question scaffolding: they say nothing about what is asked.
 STOP_WORDS: Final = frozenset(_STOP_TEXT.split())

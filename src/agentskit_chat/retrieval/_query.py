@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from agentskit_chat._terms import STOP_WORDS as _STOP_WORDS
+
 __all__ = ["MAX_QUERY_TERMS", "MAX_TERM_CHARS", "STOP_WORDS", "query_terms"]
 
 #: At most this many distinct terms are searched for; later ones are ignored.
@@ -18,19 +20,8 @@ MAX_QUERY_TERMS = 24
 #: A longer "word" (a pasted hash, a base64 blob) is cut to this many characters.
 MAX_TERM_CHARS = 64
 
-_STOP_TEXT = """
-    a about above after again against all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further
-    had has have having he her here hers herself him himself his how i if in into is it its itself
-    just me more most my myself no nor not now of off on once only or other our ours ourselves out
-    over own same she should so some such than that the their theirs them themselves then there
-    these they this those through to too under until up very was we were what when where which
-    while who whom why will with would you your yours yourself yourselves s t don doesn isn aren
-    wasn weren won wouldn shouldn couldn let lets please tell explain show want need get
-"""
-
-#: Function words that carry no topic. Questions are mostly made of them ("how do I ...").
-STOP_WORDS = frozenset(_STOP_TEXT.split())
+#: Function words that carry no topic, shared with relevance and extractive answers.
+STOP_WORDS = _STOP_WORDS
 
 # A word is a run of letters, marks and digits: punctuation, underscores, quotes and operators
 # separate words, so no query syntax survives.
