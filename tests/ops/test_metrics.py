@@ -259,6 +259,7 @@ async def test_metrics_endpoint_answers_the_exact_path_without_redirect(
     assert head.content == b""
     assert posted.status_code == 405
     assert posted.headers["allow"] == "GET, HEAD"
+    assert posted.json()["error"]["message"] == "Only GET and HEAD are supported."
     assert open_metrics.headers["content-type"].startswith("application/openmetrics-text")
     assert open_metrics.text.rstrip().endswith("# EOF")
 

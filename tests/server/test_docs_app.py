@@ -168,6 +168,8 @@ async def test_healthz_metrics_and_index(assistant: DocsAssistant) -> None:
     assert "license" not in text.lower()  # no question, answer or excerpt in metrics
     assert "POST /api/answer" in index.text
     assert wrong_method.status_code == 405
+    assert wrong_method.headers["allow"] == "POST"
+    assert wrong_method.json()["error"]["message"] == "Only POST is supported."
 
 
 async def test_api_key_is_required_when_set(docs: Path) -> None:

@@ -93,21 +93,22 @@ async def test_remote_clients_without_a_key_reach_no_route_but_healthz(
     assert health.status_code == 200
 
 
+# (body, answered): whether /api/answer answers it (200); every other body is refused alike.
 HOSTILE_JSON = [
-    b'{"question":"\\ud800 Setup guide"}',
-    b'{"question":"Setup guide","n":1e400}',
-    b'{"question":"Setup guide","deep":' + b"[" * 1100 + b"]" * 1100 + b"}",
-    b'{"question":"Setup guide","deep":' + b"[" * 30000 + b"]" * 30000 + b"}",
-    b'{"question":"Setup guide"',
-    b'{"question":"Setup guide"} trailing',
-    b"\xef\xbb\xbf" + b'{"question":"Setup guide"}',
-    b'{"question":"Setup guide","x":"\\u0000"}',
+    (b'{"question":"\\ud800 Setup guide"}', True),
+    (b'{"question":"Setup guide","n":1e400}', True),
+    (b'{"question":"Setup guide","deep":' + b"[" * 1100 + b"]" * 1100 + b"}", True),
+    (b'{"question":"Setup guide","deep":' + b"[" * 30000 + b"]" * 30000 + b"}", False),
+    (b'{"question":"Setup guide"', False),
+    (b'{"question":"Setup guide"} trailing', False),
+    (b"\xef\xbb\xbf" + b'{"question":"Setup guide"}', True),
+    (b'{"question":"Setup guide","x":"\\u0000"}', True),
 ]
 
 
-@pytest.mark.parametrize("raw", HOSTILE_JSON, ids=range(len(HOSTILE_JSON)))
+@pytest.mark.parametrize(("raw", "answered_ok"), HOSTILE_JSON, ids=range(len(HOSTILE_JSON)))
 async def test_answer_and_ask_read_json_by_the_protocols_one_rule(
-    assistant: DocsAssistant, raw: bytes
+    assistant: DocsAssistant, raw: bytes, answered_ok: bool
 ) -> None:
     not_json = parse_candidate(as_text(raw)) is NOT_JSON
     transport = httpx.ASGITransport(web_app(assistant), client=("127.0.0.1", 40000))
@@ -118,8 +119,10 @@ async def test_answer_and_ask_read_json_by_the_protocols_one_rule(
     # Both routes call the body "not valid JSON" exactly when the protocol's parser does.
     assert (answered.json() == _diagnostic("invalid_json")) is not_json
     assert (asked.json() == _diagnostic("invalid_json")) is not_json
-    if not not_json:
-        assert answered.status_code == 200
+    assert (answered.status_code == 200) is answered_ok
+    if not answered_ok and not not_json:
+        # Past the protocol's nesting bound: the same refusal on both routes.
+        assert answered.json() == asked.json() == _diagnostic("invalid_request")
 
 
 async def _read_head(stream: anyio.abc.ByteStream) -> bytes:

@@ -1,7 +1,7 @@
 """A generator that answers through an analyst agent finishing with ``answer_commit``.
 
 The analyst (built by :func:`~agentskit_chat.agents.create_agent`) sees the same numbered
-sources as :class:`~agentskit_chat.generation.PydanticAIGenerator` and finishes by calling
+sources as :class:`~agentskit_chat.agents.PydanticAIGenerator` and finishes by calling
 ``answer_commit``: our code validates its payload and renders the answer, so the text comes
 from code, not from the model's prose. A failed commit goes back to the model for repair.
 
@@ -92,7 +92,7 @@ def _usage(messages: Sequence[ModelMessage], fallback_model: str) -> AskUsage:
 
 
 class AnalystGenerator:
-    """The :class:`~agentskit_chat.ask.Generator` port, answering through an analyst agent.
+    """The :class:`~agentskit_chat.service.Generator` port, answering through an analyst agent.
 
     The agent (named ``analyst``, built once) gets the conversation so far as history, the
     numbered sources and the question as the prompt, and :data:`ANALYST_GROUNDING_RULES`. It

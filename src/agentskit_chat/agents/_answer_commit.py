@@ -126,7 +126,7 @@ def create_agent(
 
     Args:
         model: A ``pydantic_ai.models.Model`` or a model string (see
-            :class:`~agentskit_chat.generation.PydanticAIGenerator` for the forms accepted).
+            :class:`~agentskit_chat.agents.PydanticAIGenerator` for the forms accepted).
         name: The agent's name; ``analyst`` (any letter case) marks an analyst.
         instructions: Who the agent is and how it works; the closing instructions (commit or
             prose) are added after them for analysts.

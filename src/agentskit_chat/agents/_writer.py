@@ -169,7 +169,7 @@ def _usage(response: ModelResponse, fallback_model: str) -> AskUsage:
 
 
 class PydanticAIGenerator:
-    """The :class:`~agentskit_chat.ask.Generator` port, answering with a model.
+    """The :class:`~agentskit_chat.service.Generator` port, answering with a model.
 
     Each generation is one streamed model request: the conversation so far as history, then
     the numbered sources and the question as the user message, with the instructions. Text deltas

@@ -89,9 +89,9 @@ MODEL_ENV: Final = "AGENTSKIT_MODEL"
 AGENT_ENV: Final = "AGENTSKIT_AGENT"
 
 #: Who writes grounded answers when a model is configured: ``writer`` streams the model's
-#: prose (:class:`~agentskit_chat.generation.PydanticAIGenerator`); ``analyst`` runs an analyst
+#: prose (:class:`~agentskit_chat.agents.PydanticAIGenerator`); ``analyst`` runs an analyst
 #: agent whose answer is rendered by ``answer_commit``
-#: (:class:`~agentskit_chat.generation.AnalystGenerator`).
+#: (:class:`~agentskit_chat.agents.AnalystGenerator`).
 DocsAgent = Literal["writer", "analyst"]
 
 _AGENTS: Final[tuple[str, ...]] = get_args(DocsAgent)

@@ -1,12 +1,12 @@
 """A grounded generator that needs no model: it answers with the sources' own sentences.
 
 The question and every sentence of the retrieved excerpts are reduced to normalized terms (NFKC,
-case-folded, stop words removed, a light suffix-stripping stemmer). Each sentence scores the sum
-of the rarity (inverse sentence frequency) of the question terms it contains. The best few
-sentences, at least half as good as the best one, become the answer, best first, each followed by
-the ``[n]`` of its source (``n`` is the source's 1-based position, the order of the ``cite``
-event). When no sentence shares a single term with the question, the answer is a fixed sentence
-saying no grounded sources were found, never a guess.
+case-folded, stop words removed, Snowball stems: the analysis relevance uses too). Each sentence
+scores the sum of the rarity (inverse sentence frequency) of the question terms it contains. The
+best few sentences, at least half as good as the best one, become the answer, best first, each
+followed by the ``[n]`` of its source (``n`` is the source's 1-based position, the order of the
+``cite`` event). When no sentence shares a single term with the question, the answer is a fixed
+sentence saying no grounded sources were found, never a guess.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ class _Candidate:
 
 
 class ExtractiveGenerator:
-    """The :class:`~agentskit_chat.ask.Generator` port, with no model behind it.
+    """The :class:`~agentskit_chat.service.Generator` port, with no model behind it.
 
     Args:
         max_sentences: At most this many sentences in an answer.

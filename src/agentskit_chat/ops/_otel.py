@@ -178,7 +178,7 @@ def _import_api() -> None:
 
 
 class OpenTelemetryMetricSink:
-    """A :class:`~agentskit_chat.ask.MetricSink` that records into OpenTelemetry instruments.
+    """A :class:`~agentskit_chat.service.MetricSink` that records into OpenTelemetry instruments.
 
     Pass it as the Ask service's ``on_metric``. The instruments are created once, on a meter
     named ``agentskit_chat``; :data:`OTEL_INSTRUMENTS` lists them. Attributes are ``site_id``,

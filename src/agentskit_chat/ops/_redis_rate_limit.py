@@ -81,7 +81,7 @@ def _positive_number(value: object) -> bool:
 
 
 class RedisRateLimiter:
-    """The :class:`~agentskit_chat.ask.RateLimiter` port: a token bucket per subject, in Redis.
+    """The :class:`~agentskit_chat.service.RateLimiter` port: a token bucket per subject, in Redis.
 
     Built from a URL, the limiter owns its client and closes it in :meth:`aclose` (or at the
     end of ``async with``); built from a ``redis.asyncio.Redis`` client, it borrows it.
@@ -193,7 +193,7 @@ class RedisRateLimiter:
     async def check(
         self, *, context: Any, site: BackendSiteConfig, subject_id: str
     ) -> RateLimitDecision:
-        """The :class:`~agentskit_chat.ask.RateLimiter` port: one request for ``subject_id``."""
+        """The :class:`~agentskit_chat.service.RateLimiter` port: one request for ``subject_id``."""
         return await self.take(site.site_id, subject_id)
 
     async def aclose(self) -> None:

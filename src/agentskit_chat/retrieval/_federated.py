@@ -116,7 +116,7 @@ def reciprocal_rank_fusion(
 class FederatedRetriever:
     """Fans a retrieval out to several retrievers at once and fuses their rankings.
 
-    Implements the :class:`~agentskit_chat.ask.Retriever` port. All members start together and
+    Implements the :class:`~agentskit_chat.service.Retriever` port. All members start together and
     share one deadline: 80% of the site's ``retrievalTimeoutMs`` (so the fused result is ready
     before the service's own deadline), or ``timeout`` seconds if that is shorter. A member that
     raises, returns

@@ -21,7 +21,7 @@ __all__ = ["LangChainRetriever"]
 
 
 class LangChainRetriever(ReportingRetriever):
-    """Adapts a LangChain retriever to the :class:`~agentskit_chat.ask.Retriever` port.
+    """Adapts a LangChain retriever to the :class:`~agentskit_chat.service.Retriever` port.
 
     Any ``langchain_core.retrievers.BaseRetriever`` works, including
     ``vectorstore.as_retriever()``: each retrieval awaits ``retriever.ainvoke(query)`` with the

@@ -24,7 +24,7 @@ __all__ = ["LlamaIndexRetriever"]
 
 
 class LlamaIndexRetriever(ReportingRetriever):
-    """Adapts a LlamaIndex retriever to the :class:`~agentskit_chat.ask.Retriever` port.
+    """Adapts a LlamaIndex retriever to the :class:`~agentskit_chat.service.Retriever` port.
 
     Any ``llama_index.core.retrievers.BaseRetriever`` works, including
     ``index.as_retriever(similarity_top_k=5)``: each retrieval awaits

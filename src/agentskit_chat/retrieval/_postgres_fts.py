@@ -93,7 +93,7 @@ def _failure(exc: Exception) -> RetrievalError | None:
 class PostgresFTSRetriever:
     """Full-text search over Markdown chunks in a PostgreSQL table, shared by every worker.
 
-    Implements the :class:`~agentskit_chat.ask.Retriever` port with the same ``search`` and
+    Implements the :class:`~agentskit_chat.service.Retriever` port with the same ``search`` and
     ``retrieve`` API as :class:`SQLiteFTSRetriever`. The pool opens and the tables are created
     on first use (or on ``async with``); :meth:`index_corpus` is safe to run from several
     workers at once (an advisory lock serializes it).

@@ -165,7 +165,7 @@ class Searcher(Protocol):
 
 
 class RelevantRetriever:
-    """The :class:`~agentskit_chat.ask.Retriever` port over an index, keeping relevant hits only.
+    """The :class:`~agentskit_chat.service.Retriever` port over an index, keeping relevant hits.
 
     It searches the ``top_k`` best sections for the question and returns those the rule finds
     relevant, as grounded sources, best first. None relevant → no sources, so the Ask service

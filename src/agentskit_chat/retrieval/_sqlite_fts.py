@@ -95,7 +95,7 @@ def fts5_query(terms: Sequence[str]) -> str:
 class SQLiteFTSRetriever:
     """BM25 search over a corpus of Markdown chunks in an SQLite FTS5 index.
 
-    Implements the :class:`~agentskit_chat.ask.Retriever` port. In BM25 a section's own
+    Implements the :class:`~agentskit_chat.service.Retriever` port. In BM25 a section's own
     heading (the document title for its introduction) weighs ``title_weight`` times its body,
     and what it sits under (document title, parent headings) ``context_weight`` times, so a
     page's introduction is not outranked by every subsection that repeats the page title.

@@ -7,7 +7,7 @@ app, a bare uvicorn) and need no web framework of their own.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
-from typing import Any, Final, TypeAlias
+from typing import Any, TypeAlias
 from urllib.parse import parse_qsl
 
 __all__ = [
@@ -17,7 +17,6 @@ __all__ = [
     "Send",
     "handle_non_http",
     "header",
-    "method_allowed",
     "query_params",
     "send_response",
 ]
@@ -26,8 +25,6 @@ Scope: TypeAlias = MutableMapping[str, Any]
 Receive: TypeAlias = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send: TypeAlias = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp: TypeAlias = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-_READ_METHODS: Final = ("GET", "HEAD")
 
 
 async def handle_non_http(scope: Scope, receive: Receive, send: Send) -> bool:
@@ -50,20 +47,6 @@ async def handle_non_http(scope: Scope, receive: Receive, send: Send) -> bool:
     if kind == "websocket":
         await send({"type": "websocket.close", "code": 1000})
     return True
-
-
-async def method_allowed(scope: Scope, send: Send) -> bool:
-    """Whether the request is a GET or a HEAD; otherwise answer 405 and return ``False``."""
-    if scope.get("method") in _READ_METHODS:
-        return True
-    await send_response(
-        scope,
-        send,
-        405,
-        [(b"allow", b"GET, HEAD"), (b"content-type", b"text/plain; charset=utf-8")],
-        b"Method Not Allowed",
-    )
-    return False
 
 
 async def send_response(

@@ -29,7 +29,15 @@ from agentskit_chat.errors import AskServiceError
 from agentskit_chat.protocol._decode import NOT_JSON, as_text, parse_candidate
 from agentskit_chat.service import Authenticated, AuthResult, Refused
 
-from ._asgi import ASGIApp, Receive, Scope, Send, handle_non_http, header, send_response
+from ._asgi import (
+    ASGIApp,
+    Receive,
+    Scope,
+    Send,
+    handle_non_http,
+    header,
+    send_response,
+)
 from ._ask_app import AskServiceApp
 from ._auth import ApiKeyGate
 from ._body import (
@@ -40,7 +48,7 @@ from ._body import (
     RequestBody,
     check_body_timeout,
 )
-from ._errors import send_case, send_service_error
+from ._errors import method_allowed, send_case, send_service_error
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -126,6 +134,9 @@ class _AnswerRoute:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if await handle_non_http(scope, receive, send):
             return
+        if scope.get("method") != "POST":
+            await send_case(scope, send, "method_not_allowed")
+            return
         verdict = self._gate.admit(scope)
         if verdict is None:
             await self._gate.refuse(scope, send)
@@ -178,6 +189,8 @@ class _Index:
     """``/``: what the app serves, as plain text."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if await handle_non_http(scope, receive, send) or not await method_allowed(scope, send):
+            return
         await send_response(scope, send, 200, [_TEXT, _NOSNIFF], _INDEX)
 
 
@@ -257,9 +270,9 @@ def create_docs_assistant_app(
 
     app = Starlette(
         routes=[
-            Route("/", _Index(), methods=["GET", "HEAD"]),
+            Route("/", _Index()),
             Route("/api/ask", _AskRoute(assistant, gate, timeout)),
-            Route("/api/answer", _AnswerRoute(assistant, gate, timeout), methods=["POST"]),
+            Route("/api/answer", _AnswerRoute(assistant, gate, timeout)),
             Route("/healthz", create_healthz_app({"index": assistant.ready})),
             Route("/metrics", _metrics_app(assistant)),
         ],

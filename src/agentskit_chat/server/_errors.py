@@ -19,6 +19,7 @@ __all__ = [
     "UNAUTHORIZED",
     "error_body",
     "error_headers",
+    "method_allowed",
     "send_case",
     "send_error",
     "send_service_error",
@@ -77,3 +78,21 @@ async def send_service_error(scope: Scope, send: Send, error: AskServiceError) -
         {"code": error.code, "message": error.message, "retryable": error.retryable}
     )
     await send_error(scope, send, error.status, diagnostic, retry_after=error.retry_after)
+
+
+_READ_METHODS: Final = ("GET", "HEAD")
+_READ_ONLY: Final = AskDiagnostic.model_validate(
+    {
+        "code": "ASK_INVALID_REQUEST",
+        "message": "Only GET and HEAD are supported.",
+        "retryable": False,
+    }
+)
+
+
+async def method_allowed(scope: Scope, send: Send) -> bool:
+    """Whether the request is a GET or a HEAD; else send the JSON 405 and return ``False``."""
+    if scope.get("method") in _READ_METHODS:
+        return True
+    await send_error(scope, send, 405, _READ_ONLY, extra=[(b"allow", b"GET, HEAD")])
+    return False

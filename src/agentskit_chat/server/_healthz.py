@@ -18,7 +18,8 @@ import orjson
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol._types import is_safe_id
 
-from ._asgi import Receive, Scope, Send, handle_non_http, method_allowed, send_response
+from ._asgi import Receive, Scope, Send, handle_non_http, send_response
+from ._errors import method_allowed
 
 __all__ = ["HealthCheck", "HealthzApp", "create_healthz_app"]
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 import anyio.to_thread
 
-from ._asgi import Receive, Scope, Send, handle_non_http, method_allowed, send_response
+from ._asgi import Receive, Scope, Send, handle_non_http, send_response
+from ._errors import method_allowed
 
 if TYPE_CHECKING:
     from prometheus_client.registry import Collector

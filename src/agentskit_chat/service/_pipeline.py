@@ -1,14 +1,15 @@
 """The Ask service pipeline, free of any transport (its order: ``docs/ask-service.md``).
 
-:class:`AskService` takes one request through the exact order of the spec: method, media type,
-authentication, trusted site, subject, corpus/persona hints, rate limit, and only then the body,
-its validation, the stored history, retrieval under its deadline and the grounded sources. What
-comes back is an :class:`~agentskit_chat.ask.AskResponse`: an error with its fixed diagnostic,
-or the NDJSON stream that generates, cites, persists and reports usage as it is read.
+:class:`AskService` takes one request through a fixed order: authentication, trusted site,
+subject, corpus/persona hints, rate limit, and only then the request itself, its validation, the
+stored history, retrieval under its deadline and the grounded sources. What comes back is an
+:class:`~agentskit_chat.service.AskResponse`: an error with its fixed diagnostic, or the NDJSON
+stream that generates, cites, persists and reports usage as it is read.
 
-The ASGI app (:func:`~agentskit_chat.ask.create_ask_service_app`) is a thin wrapper around
-:meth:`AskService.handle`; in-process callers use :meth:`AskService.stream` and get the very same
-events with no HTTP hop.
+In process, :meth:`AskService.answer` takes a typed request. The HTTP edge
+(:func:`~agentskit_chat.server.create_ask_service_app`) checks the method and media type, then
+calls :meth:`AskService.handle` with a reader that decodes the body: bytes are decoded only
+there (or by :meth:`AskService.stream` for callers holding JSON), and the events are the same.
 """
 
 from __future__ import annotations

@@ -99,5 +99,5 @@ class InMemoryRateLimiter:
     async def check(
         self, *, context: Any, site: BackendSiteConfig, subject_id: str
     ) -> RateLimitDecision:
-        """The :class:`~agentskit_chat.ask.RateLimiter` port: one request for ``subject_id``."""
+        """The :class:`~agentskit_chat.service.RateLimiter` port: one request for ``subject_id``."""
         return self.take(site.site_id, subject_id)

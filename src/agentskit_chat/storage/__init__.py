@@ -1,6 +1,6 @@
 """Ask session stores: revisioned compare-and-set records per (site, subject, session).
 
-Four backends satisfy :class:`~agentskit_chat.ask.AskSessionStore` with the same semantics
+Four backends satisfy :class:`~agentskit_chat.service.AskSessionStore` with the same semantics
 (one conformance suite runs against all of them): memory, SQLite (the embedded default),
 PostgreSQL (extra ``postgres``) and Redis (extra ``redis``). Their drivers are imported only
 when such a store is built. :func:`open_ask_session_store` picks one from a URL.

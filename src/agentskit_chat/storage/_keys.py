@@ -1,4 +1,4 @@
-"""How a :class:`~agentskit_chat.ask.SessionKey` becomes one storage key.
+"""How a :class:`~agentskit_chat.service.SessionKey` becomes one storage key.
 
 The reference joins ``siteId:subjectId:sessionId`` with colons, which is ambiguous because a
 subject or session id may itself contain ``:`` (``a:b`` + ``c`` and ``a`` + ``b:c`` collide).

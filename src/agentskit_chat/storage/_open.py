@@ -14,7 +14,7 @@ from ._sqlite import DEFAULT_TABLE, SQLiteAskSessionStore
 
 __all__ = ["AnyAskSessionStore", "open_ask_session_store"]
 
-#: Every store this package ships; each satisfies :class:`~agentskit_chat.ask.AskSessionStore`.
+#: Every store this package ships; each satisfies :class:`~agentskit_chat.service.AskSessionStore`.
 AnyAskSessionStore: TypeAlias = (
     MemoryAskSessionStore | SQLiteAskSessionStore | PostgresAskSessionStore | RedisAskSessionStore
 )
