@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from agentskit_chat._terms import STOP_WORDS
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.retrieval import RelevanceRule, RetrievedChunk, TermWeights, content_terms
-from agentskit_chat._terms import STOP_WORDS
 
 SECTIONS = [
     "Setup guide › Configuring the cache\nSet cache_size to the number of pages the cache holds.",
