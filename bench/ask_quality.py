@@ -1,31 +1,40 @@
-"""Answer quality of the docs assistant over documents we did not write.
+"""Answer quality of the docs assistant over documents we did not write, beside two baselines.
 
 Run with ``.venv/bin/python bench/ask_quality.py``. It builds the docs assistant
-(:func:`agentskit_chat.create_docs_assistant`: knowledge artifact, chunk index, extractive
-generator) over ``--docs`` (default ``../shared/seeds/agentskit-chat-docs`` next to the
-repository, or ``$AGENTSKIT_SEED_DOCS``), asks every question of ``--questions`` (default
-``bench/seed_questions.json``) and prints:
+(:func:`agentskit_chat.assistant.create_docs_assistant`: knowledge artifact, chunk index,
+extractive generator) over ``--docs`` (default ``../shared/seeds/agentskit-chat-docs`` next to
+the repository, or ``$AGENTSKIT_SEED_DOCS``), puts every question of ``--questions`` (default
+``bench/quality_questions.json``) to it, and scores three systems on the same questions:
 
-- **recall@5**: the expected page is among the pages of the top five ``retrieve`` hits;
-- **answered, citing the expected page**: the outcome is ``answer`` and one of its citations
-  links the expected page;
-- **answers containing the fact**: the answer's Markdown contains the question's key phrase
-  (case-insensitive, after NFKC, with Markdown code and emphasis marks removed and whitespace
-  collapsed);
-- **unanswerable questions refused**: the outcome is an ``escalation`` (no answer was made up);
-- the time per question: p50 and p95 of ``ask()``, and of ``retrieve()`` alone.
+- **assistant**: what ``ask()`` answers (an exact answer, a grounded answer, or a refusal);
+- **best section**: the best retrieved section shown whole, as a search box would show it;
+- **top 3 sections**: the three best retrieved sections shown whole.
 
-A question file is JSON: ``{"answerable": [{"id", "question", "pages", "fact"}],
-"unanswerable": [{"id", "question"}]}``; ``pages`` are file paths inside the docs folder, any one
-of which answers the question; ``fact`` may be left out (the question then counts for recall
-and citations only). ``--project`` runs the regression questions of
-``tests/assistant/test_docs_questions.py`` over the project's own ``docs/`` instead.
+For each split (``dev``, tuned on; ``test``, only reported) and each question type it prints:
+
+- **recall@5**: one of the question's pages is among the pages of the top five retrieved
+  sections (retrieval only, the same for every system);
+- **answered**: the share of answerable questions that got an answer (not an escalation);
+- **facts**: fact coverage, the mean share of a question's facts that the answer states (a
+  refusal states none); a fact is stated when one of its accepted phrases is in the answer
+  (case-insensitive, after NFKC, Markdown code and emphasis marks removed, whitespace collapsed);
+- **refused**: the share of unanswerable questions that were refused;
+- **false**: the share of answers given that are wrong: an answer to an unanswerable question,
+  or an answer to an answerable one that cites none of its pages and states none of its facts;
+- **length**: the mean length of the answers given, in characters;
+- **p50 / p95**: the latency of ``ask()`` (of ``retrieve()`` for the baselines), in ms.
+
+A question file is JSON: ``{"version": 1, "questions": [{"id", "split", "type", "question",
+"pages", "facts"}]}``: ``type`` is ``lookup``, ``numeric``, ``multi-page``, ``negative`` or
+``unanswerable``; ``pages`` are file paths inside the docs folder that answer the question (none
+for an unanswerable one); ``facts`` is a list of facts, each a list of accepted phrases.
+``--project`` runs the regression questions of ``tests/assistant/test_docs_questions.py`` over
+the project's own ``docs/`` instead (pages only, no facts).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import os
@@ -35,17 +44,23 @@ import tempfile
 import time
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DOCS = Path(
     os.environ.get("AGENTSKIT_SEED_DOCS", ROOT.parent / "shared" / "seeds" / "agentskit-chat-docs")
 )
-DEFAULT_QUESTIONS = ROOT / "bench" / "seed_questions.json"
+DEFAULT_QUESTIONS = ROOT / "bench" / "quality_questions.json"
 TOP_K = 5
+
+#: The question types, in the order the report lists them.
+TYPES: Final = ("lookup", "numeric", "multi-page", "negative", "unanswerable")
+SPLITS: Final = ("dev", "test", "project")
+#: The systems scored on every question, in report order.
+SYSTEMS: Final = ("assistant", "best section", "top 3 sections")
 
 _MARKUP = re.compile(r"[`*]+")
 _INDEX_STEMS = frozenset({"index", "readme"})
@@ -55,29 +70,20 @@ _INDEX_STEMS = frozenset({"index", "readme"})
 
 
 @dataclass(frozen=True, slots=True)
-class AnswerableQuestion:
-    """A question the docs answer: the pages that answer it and the fact an answer must state."""
+class Question:
+    """One question: where it belongs, what answers it and what a right answer states."""
 
     id: str
+    split: str
+    type: str
     question: str
     pages: tuple[str, ...]
-    fact: str | None
+    facts: tuple[tuple[str, ...], ...]
 
-
-@dataclass(frozen=True, slots=True)
-class UnanswerableQuestion:
-    """A plausible question the docs do not answer: it must be refused."""
-
-    id: str
-    question: str
-
-
-@dataclass(frozen=True, slots=True)
-class QuestionSet:
-    """Both kinds of questions, in file order."""
-
-    answerable: tuple[AnswerableQuestion, ...]
-    unanswerable: tuple[UnanswerableQuestion, ...]
+    @property
+    def answerable(self) -> bool:
+        """Whether the docs answer it."""
+        return self.type != "unanswerable"
 
 
 def _text(entry: Mapping[str, Any], key: str) -> str:
@@ -87,76 +93,79 @@ def _text(entry: Mapping[str, Any], key: str) -> str:
     return value
 
 
-def parse_questions(data: object) -> QuestionSet:
-    """Validate a decoded question file.
+def _strings(value: object) -> tuple[str, ...] | None:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        return None
+    return tuple(value)
+
+
+def _question(entry: object) -> Question:
+    if not isinstance(entry, Mapping):
+        raise ValueError("every question is an object")
+    kind, split = _text(entry, "type"), _text(entry, "split")
+    if kind not in TYPES or split not in SPLITS:
+        raise ValueError(f"question {entry.get('id')!r}: unknown type or split")
+    pages = _strings(entry.get("pages", []))
+    raw_facts = entry.get("facts", [])
+    facts = [_strings(fact) for fact in raw_facts] if isinstance(raw_facts, list) else [None]
+    if pages is None or any(not fact for fact in facts):
+        raise ValueError(f"question {entry.get('id')!r}: 'pages' and 'facts' hold strings")
+    if (kind == "unanswerable") != (not pages) or (kind == "unanswerable" and facts):
+        raise ValueError(
+            f"question {entry.get('id')!r}: only unanswerable questions have no pages or facts"
+        )
+    return Question(
+        id=_text(entry, "id"),
+        split=split,
+        type=kind,
+        question=_text(entry, "question"),
+        pages=pages,
+        facts=tuple(fact for fact in facts if fact is not None),
+    )
+
+
+def parse_questions(data: object) -> tuple[Question, ...]:
+    """Validate a decoded question file (see the module documentation).
 
     Raises:
-        ValueError: the structure is not the one described in the module docstring, or two
-            questions share an id.
+        ValueError: the structure is not the one described, or two questions share an id.
     """
-    if not isinstance(data, Mapping):
-        raise ValueError("a question file is a JSON object")
-    answerable_raw = data.get("answerable", [])
-    unanswerable_raw = data.get("unanswerable", [])
-    if not isinstance(answerable_raw, list) or not isinstance(unanswerable_raw, list):
-        raise ValueError("'answerable' and 'unanswerable' must be lists")
-    answerable = []
-    for entry in answerable_raw:
-        if not isinstance(entry, Mapping):
-            raise ValueError("every question is an object")
-        pages = entry.get("pages")
-        if (
-            not isinstance(pages, list)
-            or not pages
-            or not all(isinstance(p, str) and p.strip() for p in pages)
-        ):
-            raise ValueError(f"question {entry.get('id')!r}: 'pages' must list page paths")
-        answerable.append(
-            AnswerableQuestion(
-                id=_text(entry, "id"),
-                question=_text(entry, "question"),
-                pages=tuple(pages),
-                fact=None if entry.get("fact") is None else _text(entry, "fact"),
-            )
-        )
-    unanswerable = []
-    for entry in unanswerable_raw:
-        if not isinstance(entry, Mapping):
-            raise ValueError("every question is an object")
-        unanswerable.append(
-            UnanswerableQuestion(id=_text(entry, "id"), question=_text(entry, "question"))
-        )
-    ids = [q.id for q in answerable] + [q.id for q in unanswerable]
+    if not isinstance(data, Mapping) or not isinstance(data.get("questions"), list):
+        raise ValueError("a question file is a JSON object with a 'questions' list")
+    questions = tuple(_question(entry) for entry in data["questions"])
+    ids = [q.id for q in questions]
     if len(set(ids)) != len(ids):
         raise ValueError("question ids must be unique")
-    return QuestionSet(tuple(answerable), tuple(unanswerable))
+    return questions
 
 
-def load_questions(path: Path) -> QuestionSet:
+def load_questions(path: Path) -> tuple[Question, ...]:
     """Read and validate a question file (see :func:`parse_questions`)."""
     return parse_questions(json.loads(path.read_text("utf-8")))
 
 
-def from_pairs(pairs: Sequence[tuple[str, str]], refused: Sequence[str]) -> QuestionSet:
+def from_pairs(pairs: Sequence[tuple[str, str]], refused: Sequence[str]) -> tuple[Question, ...]:
     """Questions given as ``(question, page link)`` pairs (``/docs/storage`` -> ``storage.md``)
-    and unanswerable questions, without facts."""
+    and unanswerable questions, without facts (the ``project`` split)."""
     answerable = tuple(
-        AnswerableQuestion(
+        Question(
             id=f"q{n:02d}",
+            split="project",
+            type="lookup",
             question=question,
             pages=(href_path(link).rsplit("/", 1)[-1] + ".md",),
-            fact=None,
+            facts=(),
         )
         for n, (question, link) in enumerate(pairs, start=1)
     )
     unanswerable = tuple(
-        UnanswerableQuestion(id=f"u{n:02d}", question=question)
+        Question(f"u{n:02d}", "project", "unanswerable", question, (), ())
         for n, question in enumerate(refused, start=1)
     )
-    return QuestionSet(answerable, unanswerable)
+    return answerable + unanswerable
 
 
-def project_questions() -> QuestionSet:
+def project_questions() -> tuple[Question, ...]:
     """The regression questions about ``docs/`` kept in ``tests/assistant``."""
     import importlib  # noqa: PLC0415
 
@@ -179,12 +188,17 @@ def contains_fact(answer: str, fact: str) -> bool:
     return normalize_text(fact) in normalize_text(answer)
 
 
+def states(answer: str, alternatives: Iterable[str]) -> bool:
+    """Whether ``answer`` states one of a fact's accepted phrases."""
+    return any(contains_fact(answer, phrase) for phrase in alternatives)
+
+
 def page_stem(page: str) -> str:
     """The link path of a page: its path without ``.md``; an index or README stands for its
     folder (``guides/README.md`` -> ``guides``)."""
     path = page.strip("/")
     for suffix in (".md", ".markdown"):
-        if path.endswith(suffix):
+        if path.lower().endswith(suffix):
             path = path[: -len(suffix)]
             break
     parts = path.split("/")
@@ -220,8 +234,7 @@ def first_match(hrefs: Sequence[str], pages: Iterable[str]) -> int | None:
 
 def recall_at(hrefs: Sequence[str], pages: Iterable[str], k: int = TOP_K) -> bool:
     """Whether one of the first ``k`` links points at one of ``pages``."""
-    rank = first_match(hrefs[:k], pages)
-    return rank is not None
+    return first_match(hrefs[:k], pages) is not None
 
 
 def percentile(values: Sequence[float], p: float) -> float:
@@ -242,39 +255,26 @@ def percentile(values: Sequence[float], p: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * fraction
 
 
-# --- results -------------------------------------------------------------------------------------
+# --- replies and figures -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A retrieved section: its link, its title and its whole text."""
+
+    href: str
+    title: str
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """What the assistant did with one question."""
+    """What one system did with one question."""
 
-    question_id: str
-    retrieved: tuple[str, ...]
     outcome: str
     text: str
     citations: tuple[str, ...]
-    ask_seconds: float
-    retrieve_seconds: float
-
-
-@dataclass(frozen=True, slots=True)
-class QualityReport:
-    """The harness's figures; counts are out of ``answerable`` or ``unanswerable``."""
-
-    answerable: int
-    recalled: int
-    answered: int
-    cited_expected: int
-    with_fact: int
-    fact_found: int
-    unanswerable: int
-    refused: int
-    ask_p50_ms: float
-    ask_p95_ms: float
-    retrieve_p50_ms: float
-    misses: tuple[str, ...]
-    wrongly_answered: tuple[str, ...]
+    seconds: float
 
 
 def envelope_view(envelope: object) -> tuple[str, str, tuple[str, ...]]:
@@ -297,131 +297,226 @@ def envelope_view(envelope: object) -> tuple[str, str, tuple[str, ...]]:
     return outcome, str(wire.get("message", "")), ()
 
 
-def summarize(
-    questions: QuestionSet, replies: Mapping[str, Reply], *, k: int = TOP_K
-) -> QualityReport:
-    """Score every reply against its question."""
-    recalled = answered = cited = facts = refused = 0
-    misses: list[str] = []
-    wrong: list[str] = []
-    for question in questions.answerable:
-        reply = replies[question.id]
-        if recall_at(reply.retrieved, question.pages, k):
-            recalled += 1
-        else:
-            misses.append(question.id)
-        if reply.outcome == "answer":
-            answered += 1
-            if first_match(reply.citations, question.pages) is not None:
-                cited += 1
-            if question.fact is not None and contains_fact(reply.text, question.fact):
-                facts += 1
-    for unanswerable in questions.unanswerable:
-        if replies[unanswerable.id].outcome == "escalation":
-            refused += 1
-        else:
-            wrong.append(unanswerable.id)
-    asked = [reply.ask_seconds * 1000 for reply in replies.values()]
-    searched = [reply.retrieve_seconds * 1000 for reply in replies.values()]
-    return QualityReport(
-        answerable=len(questions.answerable),
-        recalled=recalled,
-        answered=answered,
-        cited_expected=cited,
-        with_fact=sum(1 for q in questions.answerable if q.fact is not None),
-        fact_found=facts,
-        unanswerable=len(questions.unanswerable),
-        refused=refused,
-        ask_p50_ms=percentile(asked, 50) if asked else math.nan,
-        ask_p95_ms=percentile(asked, 95) if asked else math.nan,
-        retrieve_p50_ms=percentile(searched, 50) if searched else math.nan,
-        misses=tuple(misses),
-        wrongly_answered=tuple(wrong),
+def shown_whole(sections: Sequence[Section], seconds: float) -> Reply:
+    """A baseline's reply: ``sections`` shown whole (title and text), nothing when none."""
+    if not sections:
+        return Reply("escalation", "", (), seconds)
+    text = "\n\n".join(f"{s.title}\n\n{s.text}" for s in sections)
+    return Reply("answer", text, tuple(s.href for s in sections), seconds)
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """One reply judged against its question."""
+
+    answered: bool
+    coverage: float  # share of the facts stated (0 when refused; NaN without facts)
+    wrong: bool  # an answer that should not have been given, or states and cites nothing right
+    length: int
+
+
+def score(question: Question, reply: Reply) -> Score:
+    """Judge ``reply`` to ``question`` (see the module documentation for each figure)."""
+    answered = reply.outcome == "answer"
+    if not question.facts:
+        coverage = math.nan
+    elif not answered:
+        coverage = 0.0
+    else:
+        stated = sum(1 for fact in question.facts if states(reply.text, fact))
+        coverage = stated / len(question.facts)
+    if not answered:
+        wrong = False
+    elif not question.answerable:
+        wrong = True
+    else:
+        cited = first_match(reply.citations, question.pages) is not None
+        wrong = not cited and not (coverage > 0)
+    return Score(answered, coverage, wrong, len(reply.text) if answered else 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Figures:
+    """One system's figures over one group of questions (NaN where a figure does not apply)."""
+
+    questions: int
+    answered: float
+    coverage: float
+    refused: float
+    false_answers: float
+    mean_length: float
+    p50_ms: float
+    p95_ms: float
+
+
+def _mean(values: Sequence[float]) -> float:
+    kept = [v for v in values if not math.isnan(v)]
+    return sum(kept) / len(kept) if kept else math.nan
+
+
+def figures(questions: Sequence[Question], replies: Mapping[str, Reply]) -> Figures:
+    """The figures of ``replies`` (by question id) over ``questions``."""
+    scores = [(q, score(q, replies[q.id])) for q in questions]
+    answerable = [s for q, s in scores if q.answerable]
+    unanswerable = [s for q, s in scores if not q.answerable]
+    given = [s for _, s in scores if s.answered]
+    latencies = [replies[q.id].seconds * 1000 for q in questions]
+    return Figures(
+        questions=len(questions),
+        answered=_mean([float(s.answered) for s in answerable]),
+        coverage=_mean([s.coverage for s in answerable]),
+        refused=_mean([float(not s.answered) for s in unanswerable]),
+        false_answers=_mean([float(s.wrong) for s in given]),
+        mean_length=_mean([float(s.length) for s in given]),
+        p50_ms=percentile(latencies, 50) if latencies else math.nan,
+        p95_ms=percentile(latencies, 95) if latencies else math.nan,
     )
 
 
-def _ratio(part: int, whole: int) -> str:
-    share = part / whole if whole else 0.0
-    return f"{part:>3}/{whole:<3} {share:>6.1%}"
+def recall(questions: Sequence[Question], retrieved: Mapping[str, Sequence[str]]) -> float:
+    """recall@5 of the answerable ``questions`` (NaN when there are none)."""
+    return _mean([float(recall_at(retrieved[q.id], q.pages)) for q in questions if q.answerable])
 
 
-def format_report(report: QualityReport, *, k: int = TOP_K) -> str:
-    """The report as the harness prints it."""
-    lines = [
-        f"recall@{k} (expected page among top-{k} retrieve hits) "
-        f"{_ratio(report.recalled, report.answerable)}",
-        f"answered                                        "
-        f"{_ratio(report.answered, report.answerable)}",
-        f"answered, citing the expected page              "
-        f"{_ratio(report.cited_expected, report.answerable)}",
-        f"answers containing the fact                     "
-        f"{_ratio(report.fact_found, report.with_fact) if report.with_fact else '(no facts)'}",
-        f"unanswerable questions refused (escalation)     "
-        f"{_ratio(report.refused, report.unanswerable)}",
-        f"time per question: ask() p50 {report.ask_p50_ms:.1f} ms, p95 "
-        f"{report.ask_p95_ms:.1f} ms; retrieve() p50 {report.retrieve_p50_ms:.1f} ms",
+@dataclass(frozen=True, slots=True)
+class Group:
+    """A split and a question type (``all`` for every type), with every system's figures."""
+
+    split: str
+    type: str
+    recall: float
+    systems: dict[str, Figures]
+
+
+def summarize(
+    questions: Sequence[Question],
+    retrieved: Mapping[str, Sequence[str]],
+    replies: Mapping[str, Mapping[str, Reply]],
+) -> list[Group]:
+    """Every split's groups: each question type, then ``answerable`` and ``all``."""
+    groups: list[Group] = []
+    for split in SPLITS:
+        in_split = [q for q in questions if q.split == split]
+        if not in_split:
+            continue
+        selections = [(kind, [q for q in in_split if q.type == kind]) for kind in TYPES]
+        selections.append(("answerable", [q for q in in_split if q.answerable]))
+        selections.append(("all", in_split))
+        for kind, chosen in selections:
+            if not chosen:
+                continue
+            groups.append(
+                Group(
+                    split,
+                    kind,
+                    recall(chosen, retrieved),
+                    {name: figures(chosen, replies[name]) for name in replies},
+                )
+            )
+    return groups
+
+
+# --- the report ----------------------------------------------------------------------------------
+
+
+def _share(value: float) -> str:
+    return "   -" if math.isnan(value) else f"{value:4.2f}"
+
+
+def _number(value: float) -> str:
+    return "    -" if math.isnan(value) else f"{value:5.0f}"
+
+
+def format_report(groups: Sequence[Group]) -> str:
+    """The groups as the harness prints them: one table per split."""
+    lines: list[str] = []
+    split = None
+    for group in groups:
+        if group.split != split:
+            split = group.split
+            lines += [
+                "",
+                f"split: {split}",
+                f"{'type':<13}{'n':>4} {'rec@5':>5} | {'assistant':^44} | "
+                f"{'best section':^16} | {'top 3 sections':^16}",
+                f"{'':<13}{'':>4} {'':>5} | ans  facts refus false   len   p50   p95 | "
+                "facts false  len | facts false  len",
+            ]
+        ours = group.systems["assistant"]
+        best = group.systems.get("best section")
+        top3 = group.systems.get("top 3 sections")
+        row = (
+            f"{group.type:<13}{ours.questions:>4} {_share(group.recall):>5} | "
+            f"{_share(ours.answered)} {_share(ours.coverage):>5} {_share(ours.refused):>5} "
+            f"{_share(ours.false_answers):>5} {_number(ours.mean_length)} "
+            f"{_number(ours.p50_ms)} {_number(ours.p95_ms)}"
+        )
+        for base in (best, top3):
+            if base is not None:
+                row += (
+                    f" | {_share(base.coverage):>5} {_share(base.false_answers):>5}"
+                    f"{_number(base.mean_length)}"
+                )
+        lines.append(row)
+    lines += [
+        "",
+        "ans: answered share of answerable; facts: fact coverage; refus: refused share of",
+        "unanswerable; false: wrong answers among answers given; len: mean answer characters;",
+        "p50/p95: ask() in ms. Baselines show retrieved sections whole and never refuse.",
     ]
-    if report.misses:
-        lines.append(f"not recalled@{k}: {', '.join(report.misses)}")
-    if report.wrongly_answered:
-        lines.append(f"unanswerable but answered: {', '.join(report.wrongly_answered)}")
     return "\n".join(lines)
+
+
+def details(
+    questions: Sequence[Question],
+    retrieved: Mapping[str, Sequence[str]],
+    replies: Mapping[str, Reply],
+) -> list[str]:
+    """One line per question of the assistant's replies (``--verbose``)."""
+    lines = []
+    for question in questions:
+        reply = replies[question.id]
+        judged = score(question, reply)
+        rank = first_match(retrieved[question.id], question.pages) if question.answerable else None
+        facts = "-" if math.isnan(judged.coverage) else f"{judged.coverage:.2f}"
+        lines.append(
+            f"  {question.split:<4} {question.type:<12} {question.id:<40} rank {rank or '-':>2} "
+            f"{reply.outcome:<10} facts {facts:<4}{'  WRONG' if judged.wrong else ''}"
+        )
+    return lines
 
 
 # --- the run -------------------------------------------------------------------------------------
 
 
-async def run(docs: Path, questions: QuestionSet, *, k: int = TOP_K) -> dict[str, Reply]:
-    """Build the docs assistant over ``docs`` and put every question to it."""
+async def run(
+    docs: Path, questions: Sequence[Question], *, k: int = TOP_K
+) -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, Reply]]]:
+    """Build the docs assistant over ``docs`` and put every question to every system."""
     from agentskit_chat.assistant import (  # noqa: PLC0415 - only the run needs it
         create_docs_assistant,
     )
 
-    replies: dict[str, Reply] = {}
+    retrieved: dict[str, tuple[str, ...]] = {}
+    replies: dict[str, dict[str, Reply]] = {name: {} for name in SYSTEMS}
     clock = time.perf_counter
     with tempfile.TemporaryDirectory(prefix="agentskit-quality-") as scratch:
         index_path = Path(scratch) / "index.sqlite3"
         async with create_docs_assistant(docs, index_path=index_path) as assistant:
-            asked: list[tuple[str, str]] = [(q.id, q.question) for q in questions.answerable]
-            asked += [(q.id, q.question) for q in questions.unanswerable]
-            for question_id, question in asked:
+            for question in questions:
                 started = clock()
-                hits = await assistant.retrieve(question, top_k=k)
+                hits = await assistant.retrieve(question.question, top_k=k)
                 searched = clock() - started
                 started = clock()
-                envelope = await assistant.ask(question)
+                envelope = await assistant.ask(question.question)
                 answered = clock() - started
                 outcome, text, citations = envelope_view(envelope)
-                replies[question_id] = Reply(
-                    question_id=question_id,
-                    retrieved=tuple(hit.href for hit in hits),
-                    outcome=outcome,
-                    text=text,
-                    citations=citations,
-                    ask_seconds=answered,
-                    retrieve_seconds=searched,
-                )
-    return replies
-
-
-def _details(questions: QuestionSet, replies: Mapping[str, Reply]) -> list[str]:
-    lines = []
-    for question in questions.answerable:
-        reply = replies[question.id]
-        rank = first_match(reply.retrieved, question.pages)
-        cited = first_match(reply.citations, question.pages) is not None
-        if question.fact is None:
-            fact = "-"
-        else:
-            found = reply.outcome == "answer" and contains_fact(reply.text, question.fact)
-            fact = "yes" if found else "no"
-        lines.append(
-            f"  {question.id:<32} rank {rank or '-':>2}  {reply.outcome:<10} "
-            f"cited {'yes' if cited else 'no ':<3}  fact {fact}"
-        )
-    for unanswerable in questions.unanswerable:
-        lines.append(f"  {unanswerable.id:<32} (unanswerable)  {replies[unanswerable.id].outcome}")
-    return lines
+                retrieved[question.id] = tuple(hit.href for hit in hits)
+                sections = [Section(hit.href, hit.title, hit.text) for hit in hits]
+                replies["assistant"][question.id] = Reply(outcome, text, citations, answered)
+                replies["best section"][question.id] = shown_whole(sections[:1], searched)
+                replies["top 3 sections"][question.id] = shown_whole(sections[:3], searched)
+    return retrieved, replies
 
 
 def main() -> None:
@@ -434,7 +529,7 @@ def main() -> None:
         "--project", action="store_true", help="the tests' questions over the project's docs/"
     )
     parser.add_argument("--verbose", action="store_true", help="one line per question")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
     if args.project:
         args.docs = ROOT / "docs"
@@ -444,18 +539,18 @@ def main() -> None:
     if not args.docs.is_dir():
         sys.exit(f"docs folder not found: {args.docs} (pass --docs or set AGENTSKIT_SEED_DOCS)")
     started = time.perf_counter()
-    replies = anyio.run(run, args.docs, questions)
-    report = summarize(questions, replies)
+    retrieved, replies = anyio.run(run, args.docs, questions)
+    groups = summarize(questions, retrieved, replies)
     if args.json:
-        print(json.dumps(dataclasses.asdict(report)))
+        print(json.dumps([asdict(group) for group in groups]))
         return
     print(
-        f"{len(questions.answerable)} answerable and {len(questions.unanswerable)} unanswerable "
-        f"questions over {args.docs} ({time.perf_counter() - started:.1f} s in all)"
+        f"{len(questions)} questions over {args.docs} "
+        f"({time.perf_counter() - started:.1f} s in all)"
     )
-    print(format_report(report))
+    print(format_report(groups))
     if args.verbose:
-        print("\n".join(_details(questions, replies)))
+        print("\n".join(details(questions, retrieved, replies["assistant"])))
 
 
 if __name__ == "__main__":

@@ -189,83 +189,90 @@ def test_recall_counts_only_the_first_k_hits() -> None:
     assert quality.first_match(hrefs, ["nowhere.md"]) is None
 
 
-def _reply(question_id: str, outcome: str, **fields: Any) -> Any:
-    values: dict[str, Any] = {
-        "retrieved": (),
-        "text": "",
-        "citations": (),
-        "ask_seconds": 0.01,
-        "retrieve_seconds": 0.002,
-        **fields,
-    }
-    return quality.Reply(question_id=question_id, outcome=outcome, **values)
+def _question(qid: str, kind: str, pages: tuple[str, ...] = (), *facts: tuple[str, ...]) -> Any:
+    return quality.Question(qid, "dev", kind, f"{qid}?", pages, tuple(facts))
 
 
-def test_summarize_fixed_replies() -> None:
-    questions = quality.parse_questions(
-        {
-            "answerable": [
-                {"id": "a", "question": "A?", "pages": ["a.md"], "fact": "alpha fact"},
-                {"id": "b", "question": "B?", "pages": ["b.md", "b2.md"], "fact": "beta"},
-                {"id": "c", "question": "C?", "pages": ["c.md"], "fact": "gamma"},
-            ],
-            "unanswerable": [{"id": "u", "question": "U?"}, {"id": "v", "question": "V?"}],
-        }
+def _reply(outcome: str, text: str = "", *citations: str, ms: float = 10.0) -> Any:
+    return quality.Reply(outcome, text, tuple(citations), ms / 1000)
+
+
+def test_score_judges_answers_refusals_and_made_up_answers() -> None:
+    lookup = _question("a", "lookup", ("a.md",), ("alpha fact", "alpha"), ("second",))
+    none = _question("u", "unanswerable")
+    full = quality.score(lookup, _reply("answer", "The **alpha  fact** and second [1].", "/docs/a"))
+    half = quality.score(lookup, _reply("answer", "Only alpha here.", "/docs/other"))
+    off = quality.score(lookup, _reply("answer", "Unrelated.", "/docs/other"))
+    refused = quality.score(lookup, _reply("escalation", "alpha"))
+    made_up = quality.score(none, _reply("answer", "Made up."))
+    kept_quiet = quality.score(none, _reply("escalation", "No grounded sources."))
+    assert (full.coverage, full.wrong, full.answered) == (1.0, False, True)
+    assert (half.coverage, half.wrong) == (0.5, False)  # states a fact, cites another page
+    assert (off.coverage, off.wrong) == (0.0, True)  # neither cites nor states anything right
+    assert (refused.coverage, refused.wrong, refused.answered, refused.length) == (
+        0.0,
+        False,
+        False,
+        0,
     )
+    assert made_up.wrong and not kept_quiet.wrong and not kept_quiet.answered
+    assert math.isnan(quality.score(_question("p", "lookup", ("p.md",)), _reply("answer")).coverage)
+
+
+def test_figures_and_groups_of_fixed_replies() -> None:
+    questions = [
+        _question("a", "lookup", ("a.md",), ("alpha",)),
+        _question("b", "lookup", ("b.md",), ("beta",)),
+        _question("n", "numeric", ("n.md",), ("64 KiB",)),
+        _question("u", "unanswerable"),
+        _question("v", "unanswerable"),
+    ]
     replies = {
-        # Recalled, answered, cites its page, states the fact.
-        "a": _reply(
-            "a",
-            "answer",
-            retrieved=("/docs/x", "/docs/a#one"),
-            text="The **alpha  fact** [1].",
-            citations=("/docs/a#one",),
-        ),
-        # Recalled at rank 6 only; answered from another page, without the fact.
-        "b": _reply(
-            "b",
-            "answer",
-            retrieved=(*(f"/docs/o{n}" for n in range(5)), "/docs/b2"),
-            text="Something else [1].",
-            citations=("/docs/o1",),
-        ),
-        # Recalled, but refused: states the fact nowhere that counts.
-        "c": _reply("c", "escalation", retrieved=("/docs/c",), text="gamma"),
-        "u": _reply("u", "escalation"),
-        "v": _reply("v", "answer", text="Made up."),
+        "a": _reply("answer", "alpha [1]", "/docs/a", ms=10),
+        "b": _reply("escalation", ms=20),
+        "n": _reply("answer", "Nothing right.", "/docs/x", ms=30),
+        "u": _reply("escalation", ms=40),
+        "v": _reply("answer", "Made up, twenty chars", ms=50),
     }
-    report = quality.summarize(questions, replies)
-    assert (report.answerable, report.recalled, report.answered) == (3, 2, 2)
-    assert (report.cited_expected, report.fact_found) == (1, 1)
-    assert (report.unanswerable, report.refused) == (2, 1)
-    assert report.misses == ("b",)
-    assert report.wrongly_answered == ("v",)
-    assert report.ask_p50_ms == pytest.approx(10.0)
-    assert "recall@5" in quality.format_report(report)
+    retrieved = {"a": ("/docs/a",), "b": ("/docs/x",), "n": ("/docs/n#limits",), "u": (), "v": ()}
+    figures = quality.figures(questions, replies)
+    assert figures.questions == 5
+    assert figures.answered == pytest.approx(2 / 3)
+    assert figures.coverage == pytest.approx(1 / 3)
+    assert figures.refused == pytest.approx(1 / 2)
+    assert figures.false_answers == pytest.approx(2 / 3)  # "n" and "v" of three answers
+    assert figures.mean_length == pytest.approx((9 + 14 + 21) / 3)
+    assert figures.p50_ms == pytest.approx(30.0)
+    groups = quality.summarize(questions, retrieved, {"assistant": replies})
+    assert [(g.split, g.type) for g in groups] == [
+        ("dev", "lookup"),
+        ("dev", "numeric"),
+        ("dev", "unanswerable"),
+        ("dev", "answerable"),
+        ("dev", "all"),
+    ]
+    assert groups[0].recall == pytest.approx(0.5)
+    assert math.isnan(groups[2].recall)
+    assert "split: dev" in quality.format_report(groups)
 
 
-def test_questions_without_facts_count_for_recall_and_citations_only() -> None:
+def test_a_baseline_shows_sections_whole_and_never_refuses_while_it_has_one() -> None:
+    sections = [quality.Section(f"/docs/p{n}", f"P{n}", f"text {n}") for n in range(3)]
+    best = quality.shown_whole(sections[:1], 0.002)
+    top3 = quality.shown_whole(sections, 0.002)
+    assert (best.outcome, best.text, best.citations) == ("answer", "P0\n\ntext 0", ("/docs/p0",))
+    assert top3.citations == ("/docs/p0", "/docs/p1", "/docs/p2")
+    assert quality.shown_whole([], 0.002).outcome == "escalation"
+
+
+def test_project_questions_have_pages_and_no_facts() -> None:
     questions = quality.from_pairs(
-        [("How do sessions expire?", "/docs/storage#ttl"), ("What is a guide?", "/docs/guide")],
-        ["What is the capital of France?"],
+        [("How do sessions expire?", "/docs/storage#ttl")], ["What is the capital of France?"]
     )
-    assert [q.pages for q in questions.answerable] == [("storage.md",), ("guide.md",)]
-    assert all(q.fact is None for q in questions.answerable)
-    replies = {
-        "q01": _reply("q01", "answer", retrieved=("/docs/storage",), citations=("/docs/storage",)),
-        "q02": _reply("q02", "escalation", retrieved=("/docs/other",)),
-        "u01": _reply("u01", "escalation"),
-    }
-    report = quality.summarize(questions, replies)
-    assert (report.recalled, report.cited_expected, report.refused) == (1, 1, 1)
-    assert (report.with_fact, report.fact_found) == (0, 0)
-    assert "(no facts)" in quality.format_report(report)
-    assert (
-        quality.parse_questions({"answerable": [{"id": "a", "question": "A?", "pages": ["a.md"]}]})
-        .answerable[0]
-        .fact
-        is None
-    )
+    assert [(q.split, q.type, q.pages, q.facts) for q in questions] == [
+        ("project", "lookup", ("storage.md",), ()),
+        ("project", "unanswerable", (), ()),
+    ]
 
 
 def test_envelope_view_of_a_model_and_of_a_mapping() -> None:
@@ -298,16 +305,22 @@ def test_envelope_view_of_a_model_and_of_a_mapping() -> None:
         quality.envelope_view(["not", "an", "envelope"])
 
 
+_GOOD = {"id": "a", "split": "dev", "type": "lookup", "question": "A?", "pages": ["a.md"]}
+
+
 @pytest.mark.parametrize(
     "data",
     [
         [],
-        {"answerable": {}},
-        {"answerable": [{"id": "a", "question": "A?", "pages": [], "fact": "x"}]},
-        {"answerable": [{"id": "a", "question": " ", "pages": ["a.md"], "fact": "x"}]},
-        {"answerable": [{"id": "a", "question": "A?", "pages": ["a.md"], "fact": ""}]},
-        {"unanswerable": [{"id": "u"}]},
-        {"unanswerable": [{"id": "u", "question": "U?"}, {"id": "u", "question": "V?"}]},
+        {"questions": {}},
+        {"questions": [{**_GOOD, "pages": []}]},
+        {"questions": [{**_GOOD, "question": " "}]},
+        {"questions": [{**_GOOD, "type": "trivia"}]},
+        {"questions": [{**_GOOD, "split": "train"}]},
+        {"questions": [{**_GOOD, "facts": [[]]}]},
+        {"questions": [{**_GOOD, "facts": [["x", ""]]}]},
+        {"questions": [{**_GOOD, "type": "unanswerable"}]},
+        {"questions": [_GOOD, _GOOD]},
     ],
 )
 def test_parse_questions_rejects(data: object) -> None:
@@ -315,12 +328,19 @@ def test_parse_questions_rejects(data: object) -> None:
         quality.parse_questions(data)
 
 
-def test_seed_questions_are_thirty_plus_ten_and_grounded() -> None:
+def test_the_quality_questions_cover_every_type_in_both_splits_and_are_grounded() -> None:
     questions = quality.load_questions(quality.DEFAULT_QUESTIONS)
-    assert (len(questions.answerable), len(questions.unanswerable)) == (30, 10)
+    assert len(questions) >= 150
+    for split in ("dev", "test"):
+        kinds = {q.type for q in questions if q.split == split}
+        assert kinds == set(quality.TYPES), split
     docs = quality.DEFAULT_DOCS
     if not docs.is_dir():
         pytest.skip(f"the seed docs are not at {docs}")
-    for question in questions.answerable:
+    answerable = [q for q in questions if q.answerable]
+    assert answerable
+    for question in answerable:
         texts = [(docs / page).read_text("utf-8") for page in question.pages]
-        assert any(quality.contains_fact(text, question.fact) for text in texts), question.id
+        assert question.facts, question.id
+        for fact in question.facts:
+            assert any(quality.states(text, fact) for text in texts), question.id
