@@ -1,10 +1,14 @@
-"""How much work the Ask response reader does while it sniffs, and that it means the same.
+"""How much work the Ask response reader does, and that its shortcuts change no verdict.
 
 Sniffing waits for the first line of a body that is not declared NDJSON. A reader that looked
 at the whole undecided buffer on every read did quadratic work when that line arrived in many
 small reads (1 MB in 64-byte reads took most of a second). These tests count the characters
 the sniffer examines, never the time it takes, and compare its verdicts with a straightforward
 model of the same rules that rescans everything on every read.
+
+Decoding takes shortcuts too: the commonest text line is read without building an object, and
+each decoder remembers its recent short lines with their records. They are compared here with
+plain full validation of every line, on generated lines and streams.
 """
 
 from __future__ import annotations
@@ -21,9 +25,15 @@ from hypothesis import strategies as st
 
 from agentskit_chat.ask import _client_response
 from agentskit_chat.ask._client_response import AskResponseReader, ResponseItem
-from agentskit_chat.protocol import ASK_EVENT_MAX_BYTES, AskEventDecoder, decode_ask_events
-from agentskit_chat.protocol._json import utf8_len
-from agentskit_chat.protocol._text import JS_WHITESPACE
+from agentskit_chat.protocol import (
+    ASK_EVENT_MAX_BYTES,
+    AskEventDecoder,
+    _ask_ndjson,
+    decode_ask_events,
+    validate_ask_event,
+)
+from agentskit_chat.protocol._json import js_stringify, parse_json_text, utf8_len
+from agentskit_chat.protocol._text import JS_WHITESPACE, combine_surrogates
 
 # --- the work the sniffer does --------------------------------------------------------------------
 
@@ -324,3 +334,130 @@ def _chunked(size: int) -> Callable[[bytes], list[bytes]]:
 @pytest.mark.parametrize("size", [32768, 1048577])
 def test_verdicts_match_the_plain_model_at_the_real_bound(body: bytes, size: int) -> None:
     both("text/plain", _chunked(size)(body), ASK_EVENT_MAX_BYTES)
+
+
+# --- the decoder's shortcuts against full validation ---------------------------------------------
+
+
+def fully_decoded(text: str) -> list[Any]:
+    """Every complete line trimmed, bounded, parsed and validated in full: no shortcut."""
+    events = []
+    for line in text.split("\n")[:-1]:
+        core = line.strip(JS_WHITESPACE)
+        if not core or utf8_len(combine_surrogates(core)) > ASK_EVENT_MAX_BYTES:
+            continue
+        try:
+            value = parse_json_text(core)
+        except Exception:
+            continue
+        event = validate_ask_event(value)
+        if event is not None:
+            events.append(event)
+    return events
+
+
+def shapes(events: Sequence[Any]) -> list[tuple[Any, ...]]:
+    return [(type(e), e.to_json(), e.to_wire(), e.model_fields_set) for e in events]
+
+
+HEAD = '{"type":"text","delta":'
+CHARS = st.characters(exclude_categories=())
+DELTA = st.text(CHARS, max_size=12).map(combine_surrogates)
+TOKEN = st.one_of(
+    DELTA.map(js_stringify),
+    DELTA.map(lambda text: js_stringify(text) + " "),
+    DELTA.map(lambda text: "\t" + js_stringify(text)),
+    st.text(
+        st.sampled_from(['"', "\\", "u", "d", "8", "0", "a", " ", "é", "\x00", ","]), max_size=10
+    ),
+    st.sampled_from(
+        [
+            '"a","delta":"b"',
+            '"a","type":"done"',
+            '"\\ud800"',
+            '"\\ud83d\\ude00"',
+            '"\\u0000"',
+            "1",
+            "null",
+            '""',
+            '"}',
+        ]
+    ),
+)
+RECORD = st.one_of(
+    st.builds(lambda delta: {"type": "text", "delta": delta}, DELTA),
+    st.fixed_dictionaries({"type": st.just("text"), "delta": DELTA}, optional={"x": st.integers()}),
+    st.fixed_dictionaries({"type": st.just("done")}, optional={"model": DELTA}),
+    st.fixed_dictionaries(
+        {"type": st.just("tool"), "id": DELTA, "name": DELTA, "args": st.just({"k": [1]})}
+    ),
+    st.fixed_dictionaries({"type": st.just("error"), "message": DELTA}),
+    st.dictionaries(st.sampled_from(["type", "delta", "model"]), DELTA, max_size=3),
+)
+PADDING = st.text(st.sampled_from([" ", "\t", "\r", "\u3000", "\ufeff", "\u2028"]), max_size=2)
+ASK_LINE = st.one_of(
+    RECORD.map(js_stringify),
+    TOKEN.map(lambda token: HEAD + token + "}"),
+    st.tuples(PADDING, RECORD.map(js_stringify), PADDING).map("".join),
+    st.sampled_from(["", "{bad}", "[]", HEAD, HEAD + "}"]),
+)
+
+
+@settings(max_examples=400)
+@given(ASK_LINE)
+def test_one_line_decodes_as_full_validation_does(line: str) -> None:
+    text = line + "\n"
+    assert shapes(decode_ask_events(text).events) == shapes(fully_decoded(text))
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(ASK_LINE, min_size=1, max_size=6),
+    st.lists(st.integers(min_value=0, max_value=5), max_size=40),
+    st.tuples(
+        st.sampled_from([_ask_ndjson._MEMO_ENTRIES, 2]),
+        st.sampled_from([_ask_ndjson._COUNTED_SPAN, 8]),
+        st.integers(min_value=1, max_value=5),
+    ),
+    st.data(),
+)
+def test_streams_with_repeated_lines_decode_as_full_validation_does(
+    pool: list[str],
+    picks: list[int],
+    knobs: tuple[int, int, int],
+    data: st.DataObject,
+) -> None:
+    # Repeats come back from the memo, a tiny memo starts over again and again, and a tiny
+    # span and small pulls take the paths of long runs and of the line budget.
+    text = "".join(pool[pick % len(pool)] + "\n" for pick in picks)
+    body = text.encode("utf-8", "surrogatepass")
+    cuts = sorted(data.draw(st.sets(st.integers(min_value=0, max_value=len(body)), max_size=5)))
+    pieces = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
+    entries, span, batch = knobs
+    expected = shapes(fully_decoded(text))
+    with (
+        mock.patch.object(_ask_ndjson, "_MEMO_ENTRIES", entries),
+        mock.patch.object(_ask_ndjson, "_COUNTED_SPAN", span),
+    ):
+        assert shapes(decode_ask_events(text).events) == expected
+        decoder = AskEventDecoder()
+        events: list[Any] = []
+        for piece in [*pieces, None]:
+            if piece is None:
+                decoder.end_of_stream()
+            else:
+                decoder.feed(piece)
+            while not decoder.needs_data:
+                pulled = decoder.pull(batch)
+                assert len(pulled) <= batch  # a pull works through at most ``batch`` lines
+                events.extend(pulled)
+    # The decoder reads bytes, so a lone surrogate written raw arrives as replacement marks.
+    assert shapes(events) == shapes(fully_decoded(body.decode("utf-8", "replace")))
+
+
+def test_the_memo_of_a_decoder_stays_bounded() -> None:
+    decoder = AskEventDecoder()
+    decoder.feed(b"".join(b'{"type":"text","delta":"%d"}\n' % n for n in range(10_000)))
+    deltas = [event.delta for event in decoder.events()]  # type: ignore[union-attr]
+    assert deltas == [str(n) for n in range(10_000)]
+    assert len(decoder._memo) <= _ask_ndjson._MEMO_ENTRIES

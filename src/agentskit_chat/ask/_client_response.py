@@ -1,4 +1,4 @@
-"""Reading an Ask response body, sans-IO: NDJSON events or plain text (§3.4-3.5).
+"""Reading an Ask response body, sans-IO: NDJSON events or plain text.
 
 The client feeds transport bytes and takes items out: ``str`` pieces of plain text, or Ask
 events. A ``content-type`` containing ``ndjson`` means NDJSON from the first byte; any other
@@ -51,8 +51,8 @@ class AskResponseReader:
     nothing.
 
     NDJSON goes through the protocol's :class:`~agentskit_chat.protocol.AskEventDecoder`, which
-    never drops a line (DECISIONS 15); :meth:`take` hands out the records of at most 4,096 lines
-    at a time, so an async reader can yield to the loop between batches.
+    never drops a line; :meth:`take` hands out the records of at most 4,096 lines at a time,
+    so an async reader can yield to the loop between batches.
 
     Example:
         >>> reader = AskResponseReader("text/plain")

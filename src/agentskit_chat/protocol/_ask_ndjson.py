@@ -1,4 +1,4 @@
-"""Bounded NDJSON decoding of Ask service records (``protocol-ask-backend.md`` §3).
+"""Bounded NDJSON decoding of Ask service records.
 
 Two tools:
 
@@ -91,7 +91,7 @@ def _record(value: Any) -> AskEventModel | None:
     """The Ask record a freshly parsed JSON value is, or ``None`` (not for programmatic input).
 
     A bare ``done`` and a ``done`` with a short model are built directly (the short text record
-    is built inline by :func:`_scan`); everything else goes through full validation.
+    is built by the line decoders); everything else goes through full validation.
     """
     if type(value) is dict and value.get("type") == "done":
         size = len(value)
@@ -122,56 +122,140 @@ def _utf8_bytes(value: str) -> int:
     return utf8_len(combine_surrogates(value))
 
 
-def _scan(buffer: str, cursor: int, limit: int, out: list[Any]) -> tuple[int, int]:
-    """Decode up to ``limit`` LF-terminated lines from ``cursor``; return (cursor, lines)."""
-    find = buffer.find
-    append = out.append
-    loads = orjson.loads
-    whitespace = JS_WHITESPACE
-    new = _NEW
-    set_slot = _SET
-    text_event = AskTextEvent
-    text_fields = _SHARED_TEXT_FIELDS
-    unmeasured = _UNMEASURED_CHARS
-    half = _HALF
-    records = 0
-    while records < limit:
-        end = find("\n", cursor)
-        if end < 0:
-            break
-        line = buffer[cursor:end].strip(whitespace)
-        cursor = end + 1
-        records += 1
-        if not line:
-            continue
-        if len(line) > unmeasured and _utf8_bytes(line) > ASK_EVENT_MAX_BYTES:
-            continue
+#: The exact text before the ``delta`` of the hottest line shape, as the reference writes it.
+_TEXT_HEAD: Final = '{"type":"text","delta":'
+_AFTER_HEAD: Final = len(_TEXT_HEAD)
+# Lines of at most this many characters are remembered with their record, per decoder (or per
+# call of the stateless function): a model stream repeats its short text records over and
+# over, and a repeated line then costs a dictionary lookup instead of a parse and a new event.
+# Memory stays bounded: after ``_MEMO_ENTRIES`` such lines the memo starts over.
+_MEMO_CHARS: Final = 64
+_MEMO_ENTRIES: Final = 1024
+
+
+def _text_event(delta: str) -> AskTextEvent:
+    # What ``model_validate`` builds for ``{"type": "text", "delta": <short str>}``. (A fresh
+    # dict: pydantic serializes in ``__dict__`` order.)
+    event: AskTextEvent = _NEW(AskTextEvent)
+    _SET(event, "__dict__", {"type": "text", "delta": delta})
+    _SET(event, "__pydantic_fields_set__", _SHARED_TEXT_FIELDS)
+    _SET(event, "__pydantic_extra__", None)
+    _SET(event, "__pydantic_private__", None)
+    return event
+
+
+def _decode_line(line: str) -> Any:
+    """The record one LF-free line holds, or ``None``: trimmed, bounded, parsed, validated."""
+    line = line.strip(JS_WHITESPACE)
+    if not line:
+        return None
+    if len(line) > _UNMEASURED_CHARS and _utf8_bytes(line) > ASK_EVENT_MAX_BYTES:
+        return None
+    try:
+        # orjson first, exactly as ``parse_json_text`` does; its slow path handles the rest.
+        value = orjson.loads(line)
+    except Exception:
+        # A record is an object, so nothing else needs the (slower) exact parser.
+        if line[0] != "{":
+            return None
+        value = _parse_fallback(line)
+        if value is _INVALID:
+            return None
+    if type(value) is dict and len(value) == 2:
+        delta = value.get("delta")
+        if type(delta) is str and value.get("type") == "text" and len(delta) <= _HALF:
+            # Exactly {type: "text", delta: <short str>} is a valid text event.
+            return _text_event(delta)
+    return _record(value)
+
+
+def _decode_new_line(line: str) -> Any:
+    """:func:`_decode_line`, reading the hottest shape without parsing an object first."""
+    if (
+        line.startswith(_TEXT_HEAD)
+        and line[-1] == "}"
+        and line[_AFTER_HEAD] == '"'
+        and len(line) <= _UNMEASURED_CHARS
+    ):
+        # When what lies between the head and the closing brace is one JSON string, the line
+        # is exactly {type: "text", delta: <that string>}, as a full parse would find; nothing
+        # surrounds it for the trim to remove. Anything else goes the full way, so every
+        # verdict is the full decoder's.
         try:
-            # orjson first, exactly as ``parse_json_text`` does; its slow path handles the rest.
-            value = loads(line)
+            delta = orjson.loads(line[_AFTER_HEAD:-1])
         except Exception:
-            # A record is an object, so nothing else needs the (slower) exact parser.
-            if line[0] != "{":
-                continue
-            value = _parse_fallback(line)
-            if value is _INVALID:
-                continue
-        if type(value) is dict and len(value) == 2:
-            delta = value.get("delta")
-            if type(delta) is str and value.get("type") == "text" and len(delta) <= half:
-                # The hottest shape, inlined: exactly {type: "text", delta: <short str>} is a
-                # valid text event. (A fresh dict: pydantic serializes in ``__dict__`` order.)
-                event = new(text_event)
-                set_slot(event, "__dict__", {"type": "text", "delta": delta})
-                set_slot(event, "__pydantic_fields_set__", text_fields)
-                set_slot(event, "__pydantic_extra__", None)
-                set_slot(event, "__pydantic_private__", None)
-                append(event)
-                continue
-        record = _record(value)
-        if record is not None:
+            delta = None
+        if type(delta) is str and len(delta) <= _HALF:
+            # ``_text_event``, inlined: this runs for every text line not seen before.
+            event = _NEW(AskTextEvent)
+            _SET(event, "__dict__", {"type": "text", "delta": delta})
+            _SET(event, "__pydantic_fields_set__", _SHARED_TEXT_FIELDS)
+            _SET(event, "__pydantic_extra__", None)
+            _SET(event, "__pydantic_private__", None)
+            return event
+    return _decode_line(line)
+
+
+class _Nothing:
+    pass
+
+
+#: What the memo holds for a line without a record (blank, invalid or not an Ask event).
+_NOTHING: Final = _Nothing()
+
+
+def _decode_lines(lines: list[str], out: list[Any], memo: dict[str, Any]) -> None:
+    """Append the records of complete LF-free lines to ``out``; ``memo`` is read and filled."""
+    remembered = memo.get
+    append = out.append
+    short = _MEMO_CHARS
+    nothing = _NOTHING
+    for line in lines:
+        record = remembered(line)
+        if record is None:
+            record = _decode_new_line(line)
+            if record is None:
+                record = nothing
+            if len(line) <= short:
+                if len(memo) >= _MEMO_ENTRIES:
+                    memo.clear()
+                memo[line] = record
+        if record is not nothing:
             append(record)
-    return cursor, records
+
+
+# Up to this many characters, counting the line feeds of a whole run at once is cheap next to
+# decoding it; past it, they are found one by one, so no pull rescans what it leaves for later.
+_COUNTED_SPAN: Final = 1 << 20
+
+
+def _scan(
+    buffer: str, cursor: int, limit: int, out: list[Any], memo: dict[str, Any]
+) -> tuple[int, int]:
+    """Decode up to ``limit`` LF-terminated lines from ``cursor``; return (cursor, lines)."""
+    last = buffer.rfind("\n", cursor)
+    if last < 0:
+        return cursor, 0
+    lines = limit + 1
+    if last - cursor <= _COUNTED_SPAN:
+        lines = buffer.count("\n", cursor, last) + 1
+    if lines > limit:
+        find = buffer.find
+        last = cursor - 1
+        lines = 0
+        while lines < limit:
+            end = find("\n", last + 1)
+            if end < 0:
+                break
+            last = end
+            lines += 1
+    if cursor == 0 and last == len(buffer) - 1:
+        parts = buffer.split("\n")  # one call cuts every line (the last piece is empty)
+        parts.pop()
+    else:
+        parts = buffer[cursor:last].split("\n")
+    _decode_lines(parts, out, memo)
+    return last + 1, lines
 
 
 _EMPTY: Final = AskDecodeResult((), "", False)
@@ -199,7 +283,7 @@ def decode_ask_events(buffer: str) -> AskDecodeResult:
             return _EMPTY
         buffer = str.__str__(buffer)  # a plain copy: a subclass's methods are not trusted
     events: list[Any] = []
-    cursor, records = _scan(buffer, 0, ASK_EVENT_MAX_RECORDS, events)
+    cursor, records = _scan(buffer, 0, ASK_EVENT_MAX_RECORDS, events, {})
     if records == ASK_EVENT_MAX_RECORDS:
         last = buffer.rfind("\n")
         if last >= cursor:
@@ -248,6 +332,7 @@ class AskEventDecoder:
         self._mode = _NORMAL
         self._ready: deque[Any] = deque()
         self._ended = False
+        self._memo: dict[str, Any] = {}  # short lines already decoded, and their records
 
     @property
     def needs_data(self) -> bool:
@@ -320,7 +405,7 @@ class AskEventDecoder:
         blocks = self._blocks
         while limit and blocks:
             block = blocks[0]
-            cursor, records = _scan(block, self._cursor, limit, events)
+            cursor, records = _scan(block, self._cursor, limit, events, self._memo)
             limit -= records
             if cursor >= len(block):
                 blocks.popleft()
