@@ -73,7 +73,7 @@ def test_vector_through_the_stream_decoder(case: dict[str, Any]) -> None:
         decoder.feed(given_input["buffer"].encode("utf-8", "surrogatepass"))
         got = [e.to_wire() for e in decoder.events()]
         if case["group"] == "record-limit":
-            # DECISIONS 15: the line the reference drops past its budget is decoded here.
+            # The reference drops a line past its budget; here every line is decoded.
             dropped = given_input["buffer"].count("\n") - len(expected["events"])
             assert len(got) == len(expected["events"]) + dropped
             got = got[: len(expected["events"])]

@@ -1,4 +1,4 @@
-"""The bounded-JSON rule (§2 of the turn/component/content/session contract)."""
+"""The bounded-JSON rule shared by component props, interaction values and confirmation inputs."""
 
 from __future__ import annotations
 
@@ -151,7 +151,7 @@ json_values = st.recursive(
 
 
 def _model(value: Any, depth: int, counter: list[int]) -> bool:
-    """An independent restatement of §2 for JSON-shaped values without shared references."""
+    """An independent restatement of the bounded-JSON rule for values without shared references."""
     counter[0] += 1
     if counter[0] > 1000 or depth > 20:
         return False

@@ -1,4 +1,4 @@
-"""The component envelope: render frames, events, fallbacks (§4, §7.3, §7.5 items 12–15)."""
+"""The component envelope: render frames, events, fallbacks, and their fixtures."""
 
 from __future__ import annotations
 
@@ -161,7 +161,7 @@ def test_decoded_frame_is_frozen_and_keeps_key_order() -> None:
         result.value.instance_id = "other"  # type: ignore[misc]
 
 
-# --- §7.5 items 12–15: cases that need Python objects ---------------------------------------------
+# --- cases that need Python objects ---------------------------------------------------------------
 
 
 def test_interaction_value_containing_a_function_raises() -> None:

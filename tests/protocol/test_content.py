@@ -1,4 +1,4 @@
-"""Ordered assistant content ``agentskit.chat.content/1`` (§5, §7.5 items 16–22, vectors)."""
+"""Ordered assistant content ``agentskit.chat.content/1`` (fixtures, extra cases, vectors)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The turn-snapshot cursor: reconnects, duplicates and stale deliveries (§3.12, §7.5 item 10)."""
+"""The turn-snapshot cursor: reconnects, duplicates and stale deliveries."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The application session ``agentskit.chat.session`` v1 (§6, §7.4, §7.5 items 23–25)."""
+"""The application session ``agentskit.chat.session`` v1: fixtures, decoding and migration."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The turn protocol and its message wire record (§3, §7.1, §7.2, §7.5 items 1–9 and 11)."""
+"""The turn protocol and its message wire record: fixtures, decoding, encoding, snapshots."""
 
 from __future__ import annotations
 
@@ -294,8 +294,9 @@ def test_function_and_cycles_in_metadata_are_invalid() -> None:
 
 
 def test_shared_containers_are_not_cycles() -> None:
-    # §3.6 rejects cycles only: the reference copies the input once, so a container reached
-    # from two parents is two equal values (unlike the bounded-JSON rule of §2).
+    # Message records reject cycles only: the reference copies the input once, so a container
+    # reached from two parents is two equal values (unlike the bounded-JSON rule, which rejects
+    # a container reached twice).
     shared = message()
     assert decode_turn_event(snapshot_with(shared, shared)).ok
     value: dict[str, Any] = {"x": 1}

@@ -1,4 +1,4 @@
-"""The answer envelope ``agentskit.chat.answer`` v1 (``protocol-deterministic.md`` §6).
+"""The answer envelope ``agentskit.chat.answer`` v1.
 
 One envelope for every outcome a question can have: an exact ``answer`` (local or backend),
 ``choices`` when several local entries match, or an ``escalation`` that says why no answer

@@ -1,4 +1,4 @@
-"""The diagnostics an Ask server reports, as data (``protocol-ask-backend.md`` §9).
+"""The diagnostics an Ask server reports, as data.
 
 Before streaming starts, a server answers ``{"error": <diagnostic>}`` with the case's HTTP
 status; after it has started, it ends the stream with an ``error`` record carrying the case's
@@ -26,7 +26,8 @@ class AskErrorCase:
         code: One of the eleven ``ASK_*`` diagnostic codes.
         message: The exact fixed message.
         retryable: The reference's ``retryable`` flag. (Our server may report ``false`` for
-            in-stream failures a retry cannot fix; see DECISIONS item 6.)
+            in-stream failures a retry cannot fix: it says ``true`` only when a retry can
+            succeed.)
     """
 
     status: int

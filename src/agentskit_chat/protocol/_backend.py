@@ -1,11 +1,10 @@
-"""Ask backend envelopes (``protocol-ask-backend.md`` §4-10).
+"""Ask backend envelopes.
 
 The request a client posts to an Ask service, the trusted per-site configuration a server
 resolves from authentication, grounded sources, the persisted session record, usage, the typed
 backend diagnostic and the privacy-safe metric. Every object here is strict: an unknown key
 makes it invalid. The one lenient part is the embedded deterministic escalation, which is the
-answer envelope of ``protocol-deterministic.md`` §6 (unknown keys stripped, cross-field rules
-enforced).
+``agentskit.chat.answer`` envelope (unknown keys stripped, cross-field rules enforced).
 
 Each envelope has a decoder that accepts JSON text (``str`` or ``bytes``) or an already-parsed
 value and never raises. The request decoder reports the server's own diagnostics

@@ -1,8 +1,8 @@
 """The bounded-JSON rule shared by component props, interaction values and confirmation inputs.
 
-See ``protocol-turn-component-content-session.md`` §2: a depth-first walk that counts every node
-(the root and every primitive included), caps depth, string, key, array and object sizes, and
-rejects anything that is not plain JSON, including containers reached twice in the same walk.
+A depth-first walk that counts every node (the root and every primitive included), caps
+depth, string, key, array and object sizes, and rejects anything that is not plain JSON,
+including containers reached twice in the same walk.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ __all__ = [
     "is_bounded_json",
 ]
 
-#: The limits of §2: nodes (root and primitives included), depth (root is 0), string, array,
+#: The bounded-JSON limits: nodes (root and primitives included), depth (root is 0), string, array,
 #: object and key sizes (lengths in UTF-16 units).
 MAX_BOUNDED_NODES: Final = 1000
 MAX_BOUNDED_DEPTH: Final = 20
@@ -98,7 +98,7 @@ class _Walk:
 
 
 def is_bounded_json(value: object) -> bool:
-    """Whether ``value`` is bounded JSON (§2 of the turn/component/content/session contract).
+    """Whether ``value`` is bounded JSON.
 
     At most 1000 nodes counting the root and every primitive, depth at most 20 (the root is 0),
     strings at most 16384 UTF-16 units, arrays at most 1000 items, objects plain ``dict`` with at

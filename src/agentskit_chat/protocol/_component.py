@@ -3,8 +3,7 @@
 A render frame asks a client to draw a registered component with some props, and carries a
 semantic fallback for clients that cannot. Selection and interaction events flow back. The
 envelope checks structure only: whether a component key is registered and whether props fit that
-component is the application layer's decision. See ``protocol-turn-component-content-session.md``
-§4.
+component is the application layer's decision. See ``docs/protocol.md``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 One assistant message string holds a prefix line, then one JSON record per line (a text part or
 a component part), then possibly an incomplete trailing record that is still streaming. See
-``protocol-turn-component-content-session.md`` §5.
+``docs/protocol.md``.
 """
 
 from __future__ import annotations

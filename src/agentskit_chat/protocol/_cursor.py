@@ -1,4 +1,4 @@
-"""The monotonic turn-snapshot cursor: reconnects, duplicates and stale deliveries (§3.12).
+"""The monotonic turn-snapshot cursor: reconnects, duplicates and stale deliveries.
 
 A client that may see the same snapshot twice (a retried request, a reconnect that replays the
 stream) keeps one cursor per session and applies every incoming event to it. Only a newer

@@ -1,4 +1,4 @@
-"""Bounded decoding of the deterministic-plane envelopes (``protocol-deterministic.md`` §7)."""
+"""Bounded decoding of the deterministic-plane envelopes."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def bounded_decode(
     model: type[M] | TypeAdapter[M],
     size_of: Callable[[M], int] | None = None,
 ) -> DecodeResult[M]:
-    """The shared algorithm of §7.2: size, parse, version gate, schema, programmatic size.
+    """The algorithm all three decoders share: size, parse, version gate, schema, programmatic size.
 
     Args:
         payload: JSON text (``str``/bytes) or an already-parsed value.

@@ -1,8 +1,8 @@
 """The local knowledge artifact ``agentskit.chat.knowledge`` v1 and its site configuration.
 
-``protocol-deterministic.md`` §4, §5, §7 and §8: the per-site configuration, the immutable
-artifact of exact answers, bounded decoding with expectations, verification against trusted
-anchors, and the canonical text and ``sha256:`` content hash shared with the reference.
+The per-site configuration, the immutable artifact of exact answers, bounded decoding with
+expectations, verification against trusted anchors, and the canonical text and ``sha256:``
+content hash shared with the reference.
 """
 
 from __future__ import annotations
@@ -181,8 +181,10 @@ class KnowledgeEntry(WireModel):
 class LocalKnowledgeArtifact(WireModel):
     """``agentskit.chat.knowledge`` v1: an immutable, hash-addressed set of exact answers.
 
-    Decoding enforces the cross-field rules of §5.4 and records, for each normalized alias,
-    which entries declare it (:attr:`alias_index`), so consumers never normalize aliases twice.
+    Decoding enforces the cross-field rules (normalized aliases at most 512 units and distinct
+    within an entry, unique entry ids, an alias of its own for every entry, ``expiresAt`` after
+    ``generatedAt``) and records, for each normalized alias, which entries declare it
+    (:attr:`alias_index`), so consumers never normalize aliases twice.
     """
 
     protocol: Annotated[

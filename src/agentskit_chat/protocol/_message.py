@@ -1,4 +1,4 @@
-"""The canonical message wire record that turn snapshots carry (``protocol-turn-…`` §3.6).
+"""The canonical message wire record that turn snapshots carry.
 
 This is the upstream AgentsKit "memory record": a chat message with optional typed content parts,
 tool calls and metadata. Before any field is validated, the whole ``messages`` array is checked

@@ -3,7 +3,7 @@
 A session snapshot holds application metadata only (never chat messages): session and
 definition identity, a compare-and-set cursor, the deterministic conversation's decisions, the
 current turn lease, recent terminal turns and action-confirmation bindings. See
-``protocol-turn-component-content-session.md`` §6.
+``docs/protocol.md``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The snapshot-first turn protocol ``agentskit.chat.turn`` v1 (``protocol-turn-…`` §3).
+"""The snapshot-first turn protocol ``agentskit.chat.turn`` v1 (see ``docs/protocol.md``).
 
 Three events share one envelope: ``client.turn.submit`` (the user's input),
 ``server.turn.snapshot`` (a complete projection of the turn, never a delta) and
@@ -239,7 +239,7 @@ def _echo_id(candidate: Any) -> str | None:
 
 
 def _gate(candidate: Any) -> str | None:
-    """The version and event-kind gates of §3.8 steps 2 and 3: a diagnostic code or ``None``."""
+    """The version gate, then the event-kind gate, before the schema: a code or ``None``."""
     if not isinstance(candidate, Mapping):
         return None
     protocol = candidate.get("protocol")
@@ -318,7 +318,7 @@ def _invalid() -> ProtocolError:
 def encode_turn_event(
     event: SubmitEvent | SnapshotEvent | DiagnosticEvent | Mapping[str, Any],
 ) -> str:
-    """Validate a turn event and serialize it exactly as the reference does (§3.9).
+    """Validate a turn event and serialize it exactly as the reference does.
 
     Output is compact ``JSON.stringify`` text in schema key order with unknown keys removed, so
     for every valid event ``decode_turn_event(encode_turn_event(e))`` equals the decoded ``e``.
@@ -394,7 +394,7 @@ def create_snapshot_event(
     lineage: SubmitLineage | DerivedLineage | Mapping[str, Any] | None = None,
     error: TurnDiagnostic | Mapping[str, Any] | None = None,
 ) -> SnapshotEvent:
-    """Build and validate a ``server.turn.snapshot`` event from in-memory messages (§3.10).
+    """Build and validate a ``server.turn.snapshot`` event from in-memory messages.
 
     Messages may be :class:`MessageRecord` instances or mappings with wire (camelCase) keys.
     Mappings are converted as a JSON round trip would: ``datetime`` values (``createdAt`` among
@@ -477,7 +477,7 @@ def _created_at(value: str) -> datetime:
 
 
 def snapshot_messages(event: object) -> list[SnapshotMessage]:
-    """The messages of a snapshot event, with ``createdAt`` as an aware UTC ``datetime`` (§3.11).
+    """The messages of a snapshot event, with ``createdAt`` as an aware UTC ``datetime``.
 
     ``event`` is validated strictly as a ``server.turn.snapshot`` event (a model, a mapping or
     JSON text). The result is a fresh list of plain dicts; the event is not changed.
