@@ -3,6 +3,7 @@ protocol package imports only its allow-list."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import agentskit_chat
@@ -150,3 +151,20 @@ def test_a_table_that_allows_an_upward_or_sideways_import_is_refused() -> None:
     assert "base: upward import of db (integrations)" in problems
     assert "peer: sideways import of web (integrations)" in problems
     assert "cli: may import unknown 'ghost'" in problems
+
+
+_CITATION = re.compile(r"DECISIONS [0-9]+|§|\b(?:behaviour|protocol)-[a-z-]+\.md")
+
+
+def test_comments_state_reasons_instead_of_citing_spec_files() -> None:
+    # The specification is not part of this repository: a comment that cites one of its files
+    # or sections tells a reader nothing.
+    sources = sorted(SRC.rglob("*.py"))
+    assert sources
+    cited = [
+        f"{path.relative_to(SRC)}:{number}"
+        for path in sources
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if _CITATION.search(line)
+    ]
+    assert cited == []
