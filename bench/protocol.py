@@ -20,8 +20,10 @@ from pathlib import Path
 import orjson
 
 from _harness import Row, collect, measure, print_table
+from agentskit_chat.ask._client_response import AskResponseReader
 from agentskit_chat.protocol import (
     AskEventDecoder,
+    _ask_ndjson,
     decode_ask_events,
     normalize_knowledge_key,
     verify_local_knowledge_artifact,
@@ -140,6 +142,29 @@ def group_ask() -> dict[str, float]:
             n += 1
         return n
 
+    def client() -> int:
+        # The Ask client's read loop without HTTP or projection: feed each transport read to
+        # the response reader (the service's content type), take items until it needs data.
+        reader, n = AskResponseReader("application/x-ndjson"), 0
+        for chunk in [*chunks, None]:
+            if chunk is None:
+                reader.end()
+            else:
+                reader.feed(chunk)
+            while not reader.needs_data:
+                n += len(reader.take())
+        return n
+
+    def client_unremembered() -> int:
+        # The same with the decoder's memo of recent short lines switched off, so every line is
+        # parsed: what a stream whose lines never repeat would cost.
+        chars = _ask_ndjson._MEMO_CHARS
+        _ask_ndjson._MEMO_CHARS = -1  # type: ignore[misc]
+        try:
+            return client()
+        finally:
+            _ask_ndjson._MEMO_CHARS = chars  # type: ignore[misc]
+
     def floor() -> int:
         decoder = codecs.getincrementaldecoder("utf-8")()
         buffer, n = "", 0
@@ -155,10 +180,16 @@ def group_ask() -> dict[str, float]:
 
     assert ours() == expected_events
     assert sans_io() == expected_events
+    assert client() == expected_events
+    assert client_unremembered() == expected_events
     assert floor() == expected_events
     return {
         "ask_bytes": measure(ours, warmup=2, work=megabytes, rate=True),
         "ask_sans_io": measure(sans_io, warmup=2, work=megabytes, rate=True),
+        "ask_client": measure(client, warmup=2, work=megabytes, rate=True),
+        "ask_client_unremembered": measure(
+            client_unremembered, warmup=2, work=megabytes, rate=True
+        ),
         "ask_floor": measure(floor, warmup=2, work=megabytes, rate=True),
     }
 
@@ -199,6 +230,22 @@ ROWS: list[Row] = [
     (
         "AskEventDecoder (sans-IO), same bytes",
         "ask_sans_io",
+        "ask_floor",
+        "ask_bytes",
+        "MB/s",
+        True,
+    ),
+    (
+        "Ask client reader (AskResponseReader), same bytes",
+        "ask_client",
+        "ask_floor",
+        "ask_bytes",
+        "MB/s",
+        True,
+    ),
+    (
+        "  the same, every line parsed (no line memo)",
+        "ask_client_unremembered",
         "ask_floor",
         "ask_bytes",
         "MB/s",
