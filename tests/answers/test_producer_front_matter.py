@@ -117,6 +117,7 @@ BAD_FRONT_MATTER: list[tuple[str, str, int, str]] = [
     ("unclosed", "---\ntitle: x\n# T\n", 1, "never closed"),
     ("yaml syntax", "---\ntitle: ok\nother: [a, b\n---\n# T\n", 3, "not valid YAML"),
     ("yaml tab", "---\ntitle: ok\n\tfoo: bar\n---\n", 3, "not valid YAML"),
+    ("yaml control character", "---\n\x1f\n---\n# T\n", 1, "not valid YAML"),
     ("not a mapping", "---\n- a\n---\n", 2, "must be a YAML mapping"),
     ("title type", "---\nx: 1\ntitle: 3\n---\n", 3, "`title` must be a non-blank string"),
     ("knowledge type", "---\nknowledge: yes\n---\n", 2, "`knowledge` must be a list"),

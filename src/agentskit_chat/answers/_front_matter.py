@@ -98,7 +98,15 @@ def _items(node: yaml.Node | None) -> list[yaml.Node]:
 
 
 def _load_yaml(source: str, display: str) -> tuple[Any, yaml.Node | None]:
-    loader = yaml.SafeLoader(source)
+    try:
+        # The reader checks every character as it is built: a control character fails here.
+        loader = yaml.SafeLoader(source)
+    except yaml.YAMLError:
+        raise BuildError(
+            "front matter is not valid YAML: it holds a character YAML does not allow",
+            file=display,
+            line=1,
+        ) from None
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
