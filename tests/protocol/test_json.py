@@ -342,3 +342,22 @@ def test_deep_text_parsed_in_python_then_c_matches_the_standard_library(
     assert as_doubles(parse_json_text(text.replace('"k"', '"\\ud800"'))) == as_doubles(
         _stdlib(text.replace('"k"', '"\\ud800"'))
     )
+
+
+@pytest.mark.parametrize("depth", [1, 63, 64, 65, 66, 200, 9_999, 10_000])
+def test_stringify_is_the_same_on_both_sides_of_the_recursion_cut(
+    depth: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Shallow values are written recursively, deeper ones on an explicit stack: one output.
+    value: object = {"leaf": "x\ud800", "n": 1e21}
+    for level in range(depth - 1):
+        value = [value, level] if level % 2 else {"k": value, "0": level}
+    text = js_stringify(value)
+    monkeypatch.setattr(_json, "_RECURSIVE_DEPTH", 0)  # every value on the explicit stack
+    assert js_stringify(value) == text
+    monkeypatch.undo()
+    assert text.count("[") + text.count("{") == depth
+    assert '{"leaf":"x\\ud800","n":1e+21}' in text
+    assert js_stringify(parse_json_text(text)) == text
+    if depth <= 200:  # Python's own == recurses: compare whole values only where it can
+        assert parse_json_text(text) == value
