@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from agentskit_chat.answers import LeftOut
+from agentskit_chat.answers._candidates import TITLE_TAKEN
 from agentskit_chat.answers._markdown import github_slug
 from agentskit_chat.errors import BuildError
 from agentskit_chat.protocol import (
@@ -256,13 +257,23 @@ def test_the_same_alias_in_several_files_makes_choices(tmp_path: Path) -> None:
     assert_valid(result)
 
 
-def test_a_document_whose_title_is_shared_keeps_its_path_alias(tmp_path: Path) -> None:
-    root = tree(tmp_path, {"a.md": "# Overview\n", "b.md": "# B\n\n## Overview\n"})
+def test_a_title_answers_its_document_even_when_a_heading_elsewhere_reads_the_same(
+    tmp_path: Path,
+) -> None:
+    root = tree(tmp_path, {"a.md": "# Overview\n", "b.md": "# B\n\n## Overview\n\n## Other\n"})
     result = build(root)
-    doc, nav = entry(result, "doc-a"), kinds(result, "navigation")[0]
-    assert lookup(result, "overview") == (doc.id, nav.id)
+    doc = entry(result, "doc-a")
+    assert lookup(result, "overview") == (doc.id,)
+    assert lookup(result, "Overview (B)") == ()
     assert doc.match.values == ("Overview", "a")
-    assert nav.match.values == ("Overview", "Overview (B)")
+    assert [n.label for n in kinds(result, "navigation")] == ["Other"]
+    assert LeftOut("navigation", "b.md", "Overview", TITLE_TAKEN) in result.left_out
+
+
+def test_two_documents_titled_alike_still_offer_a_choice(tmp_path: Path) -> None:
+    root = tree(tmp_path, {"a.md": "# Overview\n", "b.md": "# Overview\n"})
+    result = build(root)
+    assert lookup(result, "overview") == (entry(result, "doc-a").id, entry(result, "doc-b").id)
 
 
 def test_entries_come_in_priority_order(tmp_path: Path) -> None:

@@ -39,6 +39,7 @@ __all__ = [
 
 TOO_LONG: Final = "longer than 512 UTF-16 code units once normalized"
 CLAIMED: Final = "every alias is claimed by a declared entry"
+TITLE_TAKEN: Final = "a document has this title, and a title answers its document"
 ALIAS_LIMIT: Final = "an entry holds at most 16 aliases; replaced by a generated unique alias"
 _CONTEXT_UNITS: Final = 120
 
@@ -215,7 +216,16 @@ def _aliases(
 def derived_candidates(
     docs: Sequence[Doc], ids: Ids, claimed: set[str], left: list[LeftOut]
 ) -> list[Candidate]:
-    """Documents, then commands, then headings, each in path order, without claimed aliases."""
+    """Documents, then commands, then headings, each in path order, without claimed aliases.
+
+    A heading never takes a document's title as its alias: a question equal to a title answers
+    that document exactly, not with a choice between it and a section of another page.
+    """
+    titles = {
+        normalize_knowledge_key(js_trim(doc.parsed.title))
+        for doc in docs
+        if alias_fits(js_trim(doc.parsed.title))
+    } - claimed
     documents: list[Candidate] = []
     commands: list[Candidate] = []
     headings: list[Candidate] = []
@@ -280,6 +290,9 @@ def derived_candidates(
                 taken,
             )
         for heading in doc.parsed.headings:
+            if normalize_knowledge_key(js_trim(heading.text)) in titles:
+                left.append(LeftOut("navigation", doc.rel, _label(heading.text), TITLE_TAKEN))
+                continue
             href = _section_href(doc, heading.anchor)
             entry_id = ids.take(f"nav {doc.slug} {heading.anchor or heading.text}")
             aliases, taken = _aliases(doc.rel, [heading.text], claimed, [])
