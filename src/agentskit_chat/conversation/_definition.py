@@ -235,7 +235,6 @@ class ChatDefinition:
         revision: A positive integer, 1 by default; bump it when a change to the conversation
             makes stored session metadata meaningless (resuming an older revision fails).
         conversation: The deterministic conversation, if any.
-        components: The component manifest (reserved; components come with a later release).
         choice_submission: Reserves deterministic choice clicks (see :data:`ChoiceSubmission`).
     """
 
@@ -243,7 +242,6 @@ class ChatDefinition:
     chat: ChatConfig
     revision: int = 1
     conversation: ConversationDefinition | None = None
-    components: Any = None
     choice_submission: ChoiceSubmission | None = None
 
 
@@ -258,7 +256,6 @@ def define_chat(
     chat: ChatConfig,
     revision: int = 1,
     conversation: ConversationDefinition | None = None,
-    components: Any = None,
     choice_submission: ChoiceSubmission | None = None,
 ) -> ChatDefinition: ...
 
