@@ -19,6 +19,7 @@ from starlette.routing import Route
 from agentskit_chat.protocol import ASK_ERROR_CASES, BackendMetric
 from agentskit_chat.server import create_ask_service_app
 from agentskit_chat.service import RateLimitDecision, TextDelta
+from tests.server._sockets import read_response, response_to_a_dripping_body
 from tests.service._support import (
     CONTEXT,
     FEDERATED_SITE,
@@ -113,24 +114,6 @@ async def test_http_client_disconnect_cancels_the_generator() -> None:
     ]
 
 
-async def _read_response(stream: anyio.abc.ByteStream) -> bytes:
-    data = b""
-    with anyio.fail_after(10):
-        while b"\r\n\r\n" not in data:
-            data += await stream.receive()
-        head, _, rest = data.partition(b"\r\n\r\n")
-        length = int(
-            next(
-                line.split(b":", 1)[1]
-                for line in head.split(b"\r\n")
-                if line.lower().startswith(b"content-length:")
-            )
-        )
-        while len(rest) < length:
-            rest += await stream.receive()
-    return head + b"\r\n\r\n" + rest
-
-
 @pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
 async def test_http_rate_limit_answers_before_a_slow_body_arrives(chunked: bool) -> None:
     limiter = FixedLimiter(RateLimitDecision(allowed=False, retry_after_seconds=15))
@@ -148,7 +131,7 @@ async def test_http_rate_limit_answers_before_a_slow_body_arrives(chunked: bool)
         async with await anyio.connect_tcp("127.0.0.1", port) as stream:
             # The rest of the body would take "forever": it is never sent at all.
             await stream.send(request)
-            raw = await _read_response(stream)
+            raw = await read_response(stream)
     head, _, payload = raw.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 429 ")
     assert b"\r\nretry-after: 15" in head
@@ -322,22 +305,8 @@ async def test_http_a_body_that_drips_in_is_timed_out() -> None:
     )
     async with serve(app) as url:
         port = int(url.rsplit(":", 1)[1])
-        async with await anyio.connect_tcp("127.0.0.1", port) as stream:
-            await stream.send(request)
-
-            async def drip() -> None:
-                # One byte every 50 ms, 200 at most: bounded, and far short of 5,000.
-                for _ in range(200):
-                    try:
-                        await stream.send(b" ")
-                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                        return
-                    await anyio.sleep(0.05)
-
-            async with anyio.create_task_group() as group:
-                group.start_soon(drip)
-                raw = await _read_response(stream)
-                group.cancel_scope.cancel()
+        # One byte every 50 ms, 200 at most: bounded, and far short of the declared length.
+        raw = await response_to_a_dripping_body(port, request)
     head, _, payload = raw.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 408 ")
     assert (

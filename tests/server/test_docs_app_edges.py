@@ -17,6 +17,7 @@ from agentskit_chat.protocol import ASK_ERROR_CASES
 from agentskit_chat.protocol._decode import NOT_JSON, as_text, parse_candidate
 from agentskit_chat.server import create_docs_assistant_app as web_app
 from tests.assistant._support import clock, serve, write_docs
+from tests.server._sockets import response_to_a_dripping_body
 
 pytestmark = pytest.mark.anyio
 
@@ -125,24 +126,6 @@ async def test_answer_and_ask_read_json_by_the_protocols_one_rule(
         assert answered.json() == asked.json() == _diagnostic("invalid_request")
 
 
-async def _read_head(stream: anyio.abc.ByteStream) -> bytes:
-    data = b""
-    with anyio.fail_after(10):
-        while b"\r\n\r\n" not in data:
-            data += await stream.receive()
-        head, _, rest = data.partition(b"\r\n\r\n")
-        length = int(
-            next(
-                line.split(b":", 1)[1]
-                for line in head.split(b"\r\n")
-                if line.lower().startswith(b"content-length:")
-            )
-        )
-        while len(rest) < length:
-            rest += await stream.receive()
-    return head + b"\r\n\r\n" + rest
-
-
 @pytest.mark.parametrize("path", ["/api/answer", "/api/ask"])
 async def test_a_body_that_drips_in_is_timed_out(assistant: DocsAssistant, path: str) -> None:
     request = (
@@ -151,22 +134,8 @@ async def test_a_body_that_drips_in_is_timed_out(assistant: DocsAssistant, path:
     ).encode()
     async with serve(web_app(assistant, body_timeout=0.3)) as url:
         port = int(url.rsplit(":", 1)[1])
-        async with await anyio.connect_tcp("127.0.0.1", port) as stream:
-            await stream.send(request)
-
-            async def drip() -> None:
-                # One byte every 50 ms, 200 at most: bounded, and far short of 4,000.
-                for _ in range(200):
-                    try:
-                        await stream.send(b" ")
-                    except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                        return
-                    await anyio.sleep(0.05)
-
-            async with anyio.create_task_group() as group:
-                group.start_soon(drip)
-                raw = await _read_head(stream)
-                group.cancel_scope.cancel()
+        # One byte every 50 ms, 200 at most: bounded, and far short of the declared length.
+        raw = await response_to_a_dripping_body(port, request)
     head, _, payload = raw.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 408 ")
     assert orjson.loads(payload) == _diagnostic("request_timeout")
