@@ -17,7 +17,7 @@ from typing import Final
 
 import snowballstemmer
 
-__all__ = ["STOP_WORDS", "content_terms", "stem", "term_set", "words"]
+__all__ = ["STOP_WORDS", "content_terms", "name_terms", "stem", "term_set", "words"]
 
 _STOP_TEXT: Final = """
     a about above after again against all also am an and any anything are as at be because been
@@ -38,6 +38,8 @@ _STOP_TEXT: Final = """
 STOP_WORDS: Final = frozenset(_STOP_TEXT.split())
 
 _WORD: Final = re.compile(r"[^\W_]+")
+_TOKEN: Final = re.compile(r"[@\w][\w@/.:+-]*")
+_SENTENCE_END: Final = frozenset(".!?:")
 _STEMMER: Final = snowballstemmer.stemmer("english")
 
 
@@ -73,3 +75,40 @@ def content_terms(text: str) -> tuple[str, ...]:
 def term_set(text: str) -> frozenset[str]:
     """Every stemmed word of ``text``, stop words included (what a text can match)."""
     return frozenset(stem(word) for word in words(text))
+
+
+def name_terms(text: str) -> frozenset[str]:
+    """The stems of the words ``text`` writes as names, not as plain words.
+
+    A name is a token of two characters or more (letters, digits and ``@ / . : + - _``
+    inside) that has a capital
+    letter after its first character (``GraphQL``, ``CORS``), starts with a capital letter
+    anywhere but at the start of a sentence (``Datadog``), holds ``@``, ``/`` or ``_``
+    (``@scope/pkg``, ``snake_case``), or mixes letters and digits (``Auth0``).
+
+    >>> sorted(name_terms("How do I send metrics to Datadog from @acme/web?"))
+    ['acm', 'datadog', 'web']
+    """
+    found: set[str] = set()
+    sentence_start = True
+    normalized = unicodedata.normalize("NFKC", text)
+    for match in _TOKEN.finditer(normalized):
+        token = match.group().rstrip(".:-+")
+        letters = [char for char in token if char.isalpha()]
+        named = len(token) > 1 and (
+            any(char.isupper() for char in token[1:])
+            or (token[0].isupper() and not sentence_start)
+            or any(char in token for char in "@/_")
+            or (bool(letters) and any(char.isdigit() for char in token))
+        )
+        if named:
+            found.update(stem(word) for word in words(token))
+        sentence_start = match.group()[-1] in _SENTENCE_END or _follows_sentence_end(
+            normalized, match.end()
+        )
+    return frozenset(found)
+
+
+def _follows_sentence_end(text: str, end: int) -> bool:
+    rest = text[end : end + 3].lstrip()
+    return bool(rest) and rest[0] in _SENTENCE_END

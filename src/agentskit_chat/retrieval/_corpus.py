@@ -47,7 +47,7 @@ _FENCE: Final = "```"
 TITLE_SEPARATOR = " › "
 
 #: Changes whenever chunking changes, so that persistent indexes know to rebuild.
-CHUNKER_VERSION = "2"
+CHUNKER_VERSION = "3"
 
 _MAX_TITLE_UNITS = 256
 _MAX_READABLE_ID = 100
@@ -65,8 +65,9 @@ class MarkdownChunk:
         id: Stable safe identifier, derived from the path and the heading's anchor.
         title: ``Document title › Heading › Subheading`` (1..256 UTF-16 units).
         href: Safe root-relative link to the page and, below the title, the heading's anchor.
-        text: Plain text of the section, code blocks included between triple-backtick fences (at
-            most ``MAX_CHUNK_CHARS``).
+        text: The section as plain Markdown blocks separated by blank lines: paragraphs, list
+            items (``- x``, ``1. x``), tables (``| a | b |`` rows under a header and its rule)
+            and code between triple-backtick fences (at most ``MAX_CHUNK_CHARS``).
         path: The document's path inside the corpus folder, with ``/`` separators.
         heading_path: The headings above and including this section, the page title excluded.
         document_title: The title of the whole document.
@@ -257,12 +258,19 @@ def _inline_text(token: Token) -> str:
     return "".join(parts).strip()
 
 
+def _table_row(cells: Sequence[str], *, header: bool) -> str:
+    """A table row as Markdown (``| a | b |``); a header row carries the rule below it."""
+    line = "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+    return f"{line}\n|{' --- |' * len(cells)}" if header else line
+
+
 def _sections(markdown: str) -> list[_Section]:
     slugger = HeadingSlugger()
     sections = [_Section(0, "", "")]
     tokens = _PARSER.parse(markdown)
     marker: str | None = None
     row: list[str] | None = None
+    in_head = False
     index = 0
     while index < len(tokens):
         token = tokens[index]
@@ -274,11 +282,15 @@ def _sections(markdown: str) -> list[_Section]:
             continue
         if token.type == "list_item_open":
             marker = f"{token.info}{token.markup} " if token.info else "- "
+        elif token.type == "thead_open":
+            in_head = True
+        elif token.type == "thead_close":
+            in_head = False
         elif token.type == "tr_open":
             row = []
         elif token.type == "tr_close" and row is not None:
-            if any(row):
-                blocks.append(("row", " | ".join(row)))
+            if any(row) or in_head:
+                blocks.append(("row", _table_row(row, header=in_head)))
             row = None
         elif token.type == "inline":
             text = _inline_text(token)

@@ -1,26 +1,29 @@
 """When retrieved text is relevant enough to answer from, and when it is not.
 
 A full-text search finds *something* for almost any question that shares one word with the
-docs. The docs assistant must not build an answer out of that, so each retrieved section is
-judged by one rule before it may ground an answer. A section is **relevant** when all three of
-these hold:
+docs. The docs assistant must not build an answer out of that, so one measure decides, the
+**coverage** of the question by a section: the share of the question's content terms that the
+section (its title and its text) contains, each term weighted by how rare it is in the corpus
+(inverse document frequency over sections) and each *name* counting ``name_weight`` times (a
+word written as a name: ``GraphQL``, ``Datadog``, ``@scope/pkg``, ``snake_case``). A word on
+every page, such as the product's name, counts for almost nothing; a word the docs never use
+counts for a lot.
 
-1. **Coverage.** The section (its title and its text) contains at least ``min_coverage`` (half)
-   of the question's content terms, each term weighted by how rare it is in the corpus
-   (inverse document frequency over sections). A word that is on every page, such as the
-   product's name, counts for almost nothing; a word the docs never use counts for a lot, so a
-   question about something the docs do not cover cannot pass on common words alone.
-2. **Title.** At least ``min_title_terms`` (one) of the question's content terms is in the
-   section's title (the page title and the headings above the section), unless the section
-   covers at least ``strong_coverage`` (three quarters) of the question on its own.
-3. **Score.** Its search score is at least ``min_score`` (a floor on the negated BM25 score
-   of the SQLite index, which rules out matches made only of words that are everywhere).
+- A section is **relevant** when its coverage is at least ``min_coverage``.
+- A question whose terms include a name that no section of the docs writes at all is relevant
+  to nothing: the docs cannot say how to use what they never mention (its coverage is 0).
+- When one section is relevant, the question is answered from every retrieved section whose
+  coverage is at least ``keep_share`` × ``min_coverage`` (the other parts of a two-part
+  question); otherwise it is refused.
+
+The defaults were chosen on the development half of a 177-question benchmark over docs this
+project did not write (``bench/ask_quality.py``); ``docs/benchmarks.md`` shows the trade-off
+between answered and wrong answers on the other half.
 
 Content terms are the words of the question, NFKC case-folded, with English function words and
 question scaffolding ("how", "can", "happens", "way") dropped and the Snowball English stemmer
 applied, so "limits", "limiting" and "limiter" are one term (:mod:`agentskit_chat._terms`, the
-same analysis extractive answers use). A question with no content term is
-relevant to nothing.
+same analysis extractive answers use). A question with no content term is relevant to nothing.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from agentskit_chat._terms import content_terms, term_set
+from agentskit_chat._terms import content_terms, name_terms, term_set
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import GroundedSource
 
@@ -76,6 +79,10 @@ class TermWeights:
         """How many sections were counted."""
         return self._sections
 
+    def occurs(self, term: str) -> bool:
+        """Whether any counted section contains ``term``."""
+        return self._frequencies.get(term, 0) > 0
+
     def weight(self, term: str) -> float:
         """The weight of ``term``: always above 0."""
         return math.log((self._sections + 1) / (self._frequencies.get(term, 0) + 0.5))
@@ -86,15 +93,16 @@ class Relevance:
     """The verdict on one retrieved section.
 
     Attributes:
-        relevant: Whether all three conditions hold.
-        coverage: The weighted share (0..1) of the question's content terms in the section.
-        title_terms: How many content terms are in the section's title.
+        relevant: Whether its coverage reaches the rule's ``min_coverage``.
+        coverage: The weighted share (0..1) of the question's content terms in the section
+            (0 when the question names something the docs never write).
+        unknown_names: The question's names (stemmed) that no section of the docs contains.
         score: The section's search score.
     """
 
     relevant: bool
     coverage: float
-    title_terms: int
+    unknown_names: tuple[str, ...]
     score: float
 
 
@@ -103,57 +111,73 @@ class RelevanceRule:
     """The relevance rule's thresholds (see the module documentation).
 
     Attributes:
-        min_coverage: Weighted share of the question's content terms a section must contain.
-        min_title_terms: How many content terms its title must contain.
-        strong_coverage: The coverage from which no title match is needed (above 1: always
-            needed).
-        min_score: The floor on its search score (negated BM25 for the SQLite index).
+        min_coverage: The weighted share of the question's content terms that the best
+            section must contain for the question to be answered.
+        name_weight: How many times a name counts (1: like any word).
+        keep_share: Sections covering at least this share of ``min_coverage`` are answered
+            from beside the best one (1: only relevant sections).
 
     Raises:
-        ConfigurationError: ``min_coverage`` is not in 0..1, ``min_title_terms`` is negative,
-            or ``min_score`` is not a finite number.
+        ConfigurationError: ``min_coverage`` or ``keep_share`` is not in 0..1, or
+            ``name_weight`` is below 1 or not finite.
     """
 
-    min_coverage: float = 0.5
-    min_title_terms: int = 1
-    strong_coverage: float = 0.75
-    min_score: float = 1.0
+    min_coverage: float = 0.45
+    name_weight: float = 2.0
+    keep_share: float = 0.75
 
     def __post_init__(self) -> None:
-        if isinstance(self.min_coverage, bool) or not 0 <= self.min_coverage <= 1:
-            raise ConfigurationError("min_coverage must be a number from 0 to 1")
-        if isinstance(self.strong_coverage, bool) or not self.strong_coverage >= 0:
-            raise ConfigurationError("strong_coverage must be a number from 0 up")
-        if type(self.min_title_terms) is not int or self.min_title_terms < 0:
-            raise ConfigurationError("min_title_terms must be a whole number")
-        if isinstance(self.min_score, bool) or not math.isfinite(self.min_score):
-            raise ConfigurationError("min_score must be a finite number")
+        for name in ("min_coverage", "keep_share"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+                raise ConfigurationError(f"{name} must be a number from 0 to 1")
+        weight = self.name_weight
+        if (
+            isinstance(weight, bool)
+            or not isinstance(weight, int | float)
+            or not math.isfinite(weight)
+            or weight < 1
+        ):
+            raise ConfigurationError("name_weight must be a finite number from 1 up")
 
-    def judge(
-        self, question: Sequence[str], hit: RetrievedChunk, weights: TermWeights
-    ) -> Relevance:
-        """Judge ``hit`` for a question whose content terms are ``question``."""
-        if not question:
-            return Relevance(False, 0.0, 0, hit.score)
-        title = term_set(hit.title)
-        present = title | term_set(hit.text)
-        total = sum(weights.weight(term) for term in question)
-        covered = sum(weights.weight(term) for term in question if term in present)
-        coverage = covered / total if total > 0 else 0.0
-        in_title = sum(1 for term in question if term in title)
-        relevant = (
-            coverage >= self.min_coverage
-            and (in_title >= self.min_title_terms or coverage >= self.strong_coverage)
-            and hit.score >= self.min_score
+    def judge(self, question: str, hit: RetrievedChunk, weights: TermWeights) -> Relevance:
+        """Judge ``hit`` for ``question``."""
+        terms = content_terms(question)
+        names = name_terms(question)
+        unknown = tuple(term for term in terms if term in names and not weights.occurs(term))
+        coverage = 0.0 if unknown else self._coverage(terms, names, hit, weights)
+        return Relevance(
+            coverage >= self.min_coverage and bool(terms), coverage, unknown, hit.score
         )
-        return Relevance(relevant, coverage, in_title, hit.score)
+
+    def _coverage(
+        self,
+        terms: Sequence[str],
+        names: frozenset[str],
+        hit: RetrievedChunk,
+        weights: TermWeights,
+    ) -> float:
+        present = term_set(hit.title) | term_set(hit.text)
+        total = covered = 0.0
+        for term in terms:
+            weight = weights.weight(term) * (self.name_weight if term in names else 1.0)
+            total += weight
+            if term in present:
+                covered += weight
+        return covered / total if total > 0 else 0.0
 
     def select(
         self, question: str, hits: Sequence[RetrievedChunk], weights: TermWeights
     ) -> list[RetrievedChunk]:
-        """The relevant ``hits``, in their order (best first)."""
-        terms = content_terms(question)
-        return [hit for hit in hits if self.judge(terms, hit, weights).relevant]
+        """The hits to answer ``question`` from, in their order (best first); none when no
+        hit is relevant."""
+        verdicts = [self.judge(question, hit, weights) for hit in hits]
+        if not any(verdict.relevant for verdict in verdicts):
+            return []
+        floor = self.keep_share * self.min_coverage
+        return [
+            hit for hit, verdict in zip(hits, verdicts, strict=True) if verdict.coverage >= floor
+        ]
 
 
 class Searcher(Protocol):

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, TypeVar
 import anyio
 import anyio.to_thread
 
-from agentskit_chat.errors import RetrievalError
+from agentskit_chat.errors import ConfigurationError, RetrievalError
 from agentskit_chat.protocol import GroundedSource
 
 from ._corpus import MarkdownCorpus
-from ._query import query_terms
+from ._query import query_phrases, query_terms
 from ._results import (
     DEFAULT_TOP_K,
     IndexReport,
@@ -38,7 +38,7 @@ from ._results import (
 if TYPE_CHECKING:
     from agentskit_chat.service import RetrievalRequest
 
-__all__ = ["SQLiteFTSRetriever", "build_index"]
+__all__ = ["SQLiteFTSRetriever", "build_index", "fts5_query", "spread_pages"]
 
 T = TypeVar("T")
 
@@ -78,6 +78,9 @@ DROP TABLE IF EXISTS chunks;
 DROP TABLE IF EXISTS files;
 DROP TABLE IF EXISTS meta;
 """
+#: With pages spread, this many times the hits asked for are ranked (at most ``_MAX_FETCH``).
+_SPREAD_FETCH = 4
+_MAX_FETCH = 200
 _SEARCH = """
 SELECT c.id, c.title, c.href, c.body, bm25(chunks_fts, ?, ?, 1.0) AS score
 FROM chunks_fts JOIN chunks AS c ON c.rowid = chunks_fts.rowid
@@ -87,9 +90,28 @@ LIMIT ?
 """
 
 
-def fts5_query(terms: Sequence[str]) -> str:
-    """An FTS5 query that ORs ``terms``, each a quoted string, so no term is syntax."""
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+def fts5_query(terms: Sequence[str], phrases: Sequence[tuple[str, str]] = ()) -> str:
+    """An FTS5 query that ORs ``terms`` and ``phrases``, each a quoted string, so no term is
+    syntax (a quoted string of two words matches them next to each other)."""
+    quoted = [*terms, *(" ".join(pair) for pair in phrases)]
+    return " OR ".join('"' + text.replace('"', '""') + '"' for text in quoted)
+
+
+def spread_pages(hits: Sequence[RetrievedChunk], per_page: int) -> list[RetrievedChunk]:
+    """``hits`` with at most ``per_page`` sections of one page before every other page's.
+
+    Order is kept otherwise: a page's further sections move behind the others, so five hits
+    show five answers where a corpus repeats one page's words in every section.
+    """
+    kept: list[RetrievedChunk] = []
+    later: list[RetrievedChunk] = []
+    seen: dict[str, int] = {}
+    for hit in hits:
+        page = hit.href.partition("#")[0]
+        count = seen.get(page, 0)
+        (kept if count < per_page else later).append(hit)
+        seen[page] = count + 1
+    return kept + later
 
 
 class SQLiteFTSRetriever:
@@ -109,6 +131,8 @@ class SQLiteFTSRetriever:
         top_k: How many sources :meth:`retrieve` returns.
         title_weight: BM25 weight of the section's heading (the body weighs 1).
         context_weight: BM25 weight of the document title and parent headings.
+        per_page: How many sections of one page may come before every other page's
+            (:func:`spread_pages`); ``None`` keeps the plain BM25 order.
 
     Raises:
         ConfigurationError: ``top_k`` or a weight is out of range.
@@ -129,7 +153,11 @@ class SQLiteFTSRetriever:
         top_k: int = DEFAULT_TOP_K,
         title_weight: float = 10.0,
         context_weight: float = 2.0,
+        per_page: int | None = 2,
     ) -> None:
+        if per_page is not None and (type(per_page) is not int or per_page < 1):
+            raise ConfigurationError("per_page must be a positive integer or None")
+        self._per_page = per_page
         self._top_k = check_top_k(top_k)
         self._weights = (check_weight(title_weight), check_weight(context_weight))
         self._lock = threading.Lock()
@@ -156,6 +184,7 @@ class SQLiteFTSRetriever:
         top_k: int = DEFAULT_TOP_K,
         title_weight: float = 10.0,
         context_weight: float = 2.0,
+        per_page: int | None = 2,
     ) -> SQLiteFTSRetriever:
         """Construct in a worker thread: the same as the constructor, without blocking the loop."""
         build = partial(
@@ -165,6 +194,7 @@ class SQLiteFTSRetriever:
             top_k=top_k,
             title_weight=title_weight,
             context_weight=context_weight,
+            per_page=per_page,
         )
         return await anyio.to_thread.run_sync(build)
 
@@ -192,8 +222,10 @@ class SQLiteFTSRetriever:
     async def search(self, query: str, top_k: int | None = None) -> list[RetrievedChunk]:
         """The chunks that best match ``query``, best first (at most ``top_k``).
 
-        Any text is a valid query: it is reduced to plain search words first, so operators and
-        quotes in it are just words. A query with no words returns an empty list.
+        Any text is a valid query: it is reduced to plain search words and pairs of adjacent
+        words first, so operators and quotes in it are just words. A query with no words
+        returns an empty list. Sections are ranked by BM25, a pair found as written counting
+        like one more word, then spread over pages (``per_page``).
 
         Raises:
             ConfigurationError: ``top_k`` is not in 1..100.
@@ -203,7 +235,8 @@ class SQLiteFTSRetriever:
         terms = query_terms(query)
         if not terms:
             return []
-        return await self._run(partial(self._search, fts5_query(terms), limit))
+        match = fts5_query(terms, query_phrases(query))
+        return await self._run(partial(self._search, match, limit))
 
     async def retrieve(self, request: RetrievalRequest) -> list[GroundedSource]:
         """The ``Retriever`` port: the best chunks for ``request.query`` as grounded sources."""
@@ -336,10 +369,15 @@ class SQLiteFTSRetriever:
         return IndexReport(added, updated, removed, unchanged, total, rebuilt)
 
     def _search(self, match: str, limit: int) -> list[RetrievedChunk]:
-        rows = self._connection.execute(_SEARCH, (*self._weights, match, limit)).fetchall()
-        return [
+        # Spreading needs more candidates than are returned: the next pages' best sections.
+        fetch = limit if self._per_page is None else min(limit * _SPREAD_FETCH, _MAX_FETCH)
+        rows = self._connection.execute(_SEARCH, (*self._weights, match, fetch)).fetchall()
+        hits = [
             RetrievedChunk(id=i, title=t, href=h, text=b, score=0.0 - s) for i, t, h, b, s in rows
         ]
+        if self._per_page is not None:
+            hits = spread_pages(hits, self._per_page)
+        return hits[:limit]
 
 
 def build_index(index_path: str | os.PathLike[str], corpus: MarkdownCorpus) -> IndexReport:

@@ -1,0 +1,387 @@
+"""Answers composed from the structure of retrieved sections: no model, no invented words.
+
+A section's text is read as Markdown blocks: paragraphs (cut into sentences), lists (one unit
+per item), tables (one unit per row, the header kept apart) and fenced code. The question and
+every unit are reduced to content terms (:mod:`agentskit_chat._terms`); a unit scores the summed
+rarity of the question terms it holds (inverse frequency over all units of the sources), and a
+section scores its best unit plus the rarity of the question terms in its title.
+
+The answer draws on one to ``max_sections`` sections, best first. The best section always
+comes; a further one only when it holds a question term that the sections before it do not and
+its best unit is at least half as good as the first's (a two-part question cites both pages,
+a one-part question does not pad). Each section contributes a *window* around its best unit:
+
+- a sentence comes with the rest of its paragraph when that is short, else with the next
+  sentence;
+- a list item comes with the list's lead-in sentence and the list's best items, still a list;
+- a table row comes with the header, still a Markdown table;
+- a code block comes whole, with the sentence before it; and when the question asks how to
+  install, run, set up or configure something, the section's first code block is shown beside
+  the prose that answers it.
+
+Every part opens with the sentence that answers (or the section's title, for a list or table
+with no lead-in) followed by the ``[n]`` of its source. Parts of different sections are
+separate paragraphs, never spliced. When no unit holds a single question term, the answer is
+:data:`NO_GROUNDED_ANSWER`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from agentskit_chat._terms import content_terms, term_set
+from agentskit_chat.protocol import GroundedSource
+
+__all__ = ["NO_GROUNDED_ANSWER", "Block", "compose_answer", "parse_blocks"]
+
+#: The whole answer when no part of the sources shares a term with the question.
+NO_GROUNDED_ANSWER: Final = "No grounded sources were found for this question."
+
+BlockKind = Literal["para", "list", "table", "code"]
+
+_SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[*_`]*[A-Z0-9@`])")
+_HEADING: Final = re.compile(r"^#{1,6}\s+")
+_QUOTE: Final = re.compile(r"^>\s?")
+_ITEM: Final = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s+")
+_FENCE: Final = re.compile(r"^\s*(```+|~~~+)")
+_TABLE_RULE: Final = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?$")
+_SPACES: Final = re.compile(r"\s+")
+_TRAILING_JOINERS: Final = ":;,-–— "
+#: A question with one of these terms asks for something to type: the section's code is shown.
+_DOING: Final = frozenset(content_terms("install run setup set configure start deploy command"))
+#: A paragraph up to this long is shown whole around its best sentence.
+_SHORT_PARAGRAPH: Final = 320
+#: Lines of code shown at most, per block.
+_MAX_CODE_LINES: Final = 12
+#: The search's order counts too: the n-th source's score is divided by 1 + decay × (n - 1).
+_RANK_DECAY: Final = 0.1
+#: Question terms in a section's title count this much of their rarity.
+_TITLE_SHARE: Final = 1.0
+#: A further section must be at least this good, relative to the first.
+_FURTHER_SECTION: Final = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One Markdown block of a section.
+
+    Attributes:
+        kind: ``para``, ``list``, ``table`` or ``code``.
+        units: What is scored: a paragraph's sentences, a list's items (marker kept), a table's
+            body rows, or the code's text as one unit.
+        header: A table's header row (empty for other blocks).
+    """
+
+    kind: BlockKind
+    units: tuple[str, ...]
+    header: str = ""
+
+
+def _flush_lines(kind: BlockKind, lines: list[str], blocks: list[Block]) -> None:
+    if not lines:
+        return
+    if kind == "para":
+        text = _SPACES.sub(" ", " ".join(lines)).strip()
+        sentences = tuple(s for s in _SENTENCE_END.split(text) if s)
+        if sentences:
+            blocks.append(Block("para", sentences))
+    elif kind == "list":
+        blocks.append(Block("list", tuple(lines)))
+    elif kind == "table":
+        rows = [line for line in lines if not _TABLE_RULE.match(line)]
+        has_header = len(lines) > 1 and _TABLE_RULE.match(lines[1]) is not None
+        header = rows[0] if has_header else ""
+        body = tuple(rows[1:] if has_header else rows)
+        if body or header:
+            blocks.append(Block("table", body, header))
+    else:
+        blocks.append(Block("code", ("\n".join(lines),)))
+    lines.clear()
+
+
+def parse_blocks(text: str) -> list[Block]:
+    """The blocks of a section's text (Markdown as the corpus writes it, or any text).
+
+    Headings and quotes are paragraphs; a line starting with ``|`` is a table row; ``- x`` and
+    ``1. x`` are list items; fenced code is kept verbatim (fences removed).
+    """
+    blocks: list[Block] = []
+    lines: list[str] = []
+    kind: BlockKind = "para"
+    fence: str | None = None
+    for raw in text.splitlines():
+        opening = _FENCE.match(raw)
+        if fence is not None:
+            if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence):
+                _flush_lines("code", lines, blocks)
+                fence, kind = None, "para"
+            else:
+                lines.append(raw.rstrip())
+            continue
+        if opening:
+            _flush_lines(kind, lines, blocks)
+            fence, kind = opening.group(1), "code"
+            continue
+        line = raw.strip()
+        if not line:
+            _flush_lines(kind, lines, blocks)
+            kind = "para"
+            continue
+        if _HEADING.match(line):
+            _flush_lines(kind, lines, blocks)
+            _flush_lines("para", [_HEADING.sub("", line)], blocks)
+            kind = "para"
+            continue
+        line = _QUOTE.sub("", line)
+        if line.startswith("|"):
+            line_kind: BlockKind = "table"
+        elif _ITEM.match(line):
+            line_kind = "list"
+        elif kind == "list" and raw[:1].isspace():
+            lines[-1] = f"{lines[-1]} {line}"  # a wrapped item goes on
+            continue
+        else:
+            line_kind = "para"
+        if line_kind != kind:
+            _flush_lines(kind, lines, blocks)
+            kind = line_kind
+        lines.append(line)
+    _flush_lines("code" if fence is not None else kind, lines, blocks)
+    return blocks
+
+
+# --- scoring ------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Section:
+    number: int  # the source's 1-based position: what ``[n]`` cites
+    title: str
+    blocks: list[Block]
+    unit_terms: list[list[frozenset[str]]]
+    title_terms: frozenset[str]
+    scores: list[list[float]] = field(default_factory=list)
+    best: tuple[int, int] = (0, 0)
+    best_score: float = 0.0
+    score: float = 0.0
+    terms: frozenset[str] = frozenset()
+
+
+def _section(number: int, source: GroundedSource) -> _Section:
+    blocks = parse_blocks(source.excerpt)
+    unit_terms = [[term_set(unit) for unit in block.units] for block in blocks]
+    return _Section(number, source.title, blocks, unit_terms, term_set(source.title))
+
+
+def _rarity(wanted: Sequence[str], sections: Sequence[_Section]) -> dict[str, float]:
+    units = [terms for section in sections for block in section.unit_terms for terms in block]
+    total = len(units) + 1
+    return {
+        term: math.log(1 + total / (1 + sum(1 for terms in units if term in terms)))
+        for term in wanted
+    }
+
+
+def _score(section: _Section, wanted: Sequence[str], weight: dict[str, float]) -> None:
+    section.scores = [
+        [sum(weight[t] for t in wanted if t in terms) for terms in block]
+        for block in section.unit_terms
+    ]
+    best = (0, 0)
+    best_score = 0.0
+    for b, block_scores in enumerate(section.scores):
+        for u, value in enumerate(block_scores):
+            if value > best_score:
+                best, best_score = (b, u), value
+    section.best, section.best_score = best, best_score
+    held = set(section.title_terms)
+    for block in section.unit_terms:
+        for terms in block:
+            held |= terms
+    section.terms = frozenset(t for t in wanted if t in held)
+    in_title = sum(weight[t] for t in wanted if t in section.title_terms)
+    prior = 1 / (1 + _RANK_DECAY * (section.number - 1))
+    section.score = (best_score + _TITLE_SHARE * in_title) * prior if best_score > 0 else 0.0
+
+
+def _choose(sections: Sequence[_Section], limit: int) -> list[_Section]:
+    ranked = sorted(
+        (s for s in sections if s.best_score > 0), key=lambda s: (-s.score, s.number)
+    )
+    if not ranked:
+        return []
+    chosen = [ranked[0]]
+    covered = set(ranked[0].terms)
+    for section in ranked[1:]:
+        if len(chosen) == limit:
+            break
+        if section.score < _FURTHER_SECTION * chosen[0].score:
+            break
+        if section.terms - covered:
+            chosen.append(section)
+            covered |= section.terms
+    return chosen
+
+
+# --- windows ------------------------------------------------------------------------------------
+
+
+def _cited(text: str, number: int) -> str:
+    body = text.rstrip(_TRAILING_JOINERS)
+    if text.rstrip().endswith(":"):
+        return f"{body} [{number}]:"
+    if body and body[-1] in ".!?":
+        return f"{body[:-1]} [{number}]{body[-1]}"
+    return f"{body} [{number}]."
+
+
+def _code(block: Block) -> str:
+    lines = block.units[0].split("\n")
+    shown = lines[:_MAX_CODE_LINES]
+    if len(lines) > _MAX_CODE_LINES:
+        shown.append("…")
+    return "```\n" + "\n".join(shown) + "\n```"
+
+
+def _pick(block: Block, scores: Sequence[float], keep: int) -> list[str]:
+    """The ``keep`` best units of ``block`` (all when it has no more), in their order."""
+    if keep >= len(block.units):
+        return list(block.units)
+    ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:keep]
+    return [block.units[i] for i in sorted(ranked)]
+
+
+def _render(block: Block, scores: Sequence[float], budget: int) -> str:
+    """``block`` as Markdown, its least matching units left out to fit ``budget``."""
+    if block.kind == "code":
+        return _code(block)
+    if block.kind == "para":
+        whole = " ".join(block.units)
+        if len(whole) <= max(budget, _SHORT_PARAGRAPH) or len(block.units) == 1:
+            return whole
+        best = max(range(len(scores)), key=lambda i: (scores[i], -i))
+        picked = [best]
+        if best + 1 < len(block.units) and len(block.units[best]) < _SHORT_PARAGRAPH // 2:
+            picked.append(best + 1)
+        return " ".join(block.units[i] for i in picked)
+    keep = len(block.units)
+    while keep > 1 and sum(len(u) + 1 for u in _pick(block, scores, keep)) > budget:
+        keep -= 1
+    rows = _pick(block, scores, keep)
+    if block.kind == "table" and block.header:
+        columns = max(1, block.header.count("|") - 1)
+        rows = [block.header, "|" + " --- |" * columns, *rows]
+    return "\n".join(rows)
+
+
+def _groups(section: _Section) -> list[list[int]]:
+    """Blocks that belong together: a sentence ending in ``:`` and the block it introduces."""
+    groups: list[list[int]] = []
+    index = 0
+    blocks = section.blocks
+    while index < len(blocks):
+        block = blocks[index]
+        introduces = block.kind == "para" and block.units[-1].rstrip().endswith(":")
+        if introduces and index + 1 < len(blocks) and blocks[index + 1].kind != "para":
+            groups.append([index, index + 1])
+            index += 2
+        else:
+            groups.append([index])
+            index += 1
+    return groups
+
+
+def _window(section: _Section, budget: int, doing: bool) -> list[str]:
+    """The blocks of ``section`` that answer, as Markdown parts; the first one is cited.
+
+    The group holding the best unit comes first; other groups that hold a question term
+    (code too, for a question about doing something) follow in their order while they fit.
+    """
+    groups = _groups(section)
+
+    def value(group: list[int]) -> float:
+        best = max(max(section.scores[i], default=0.0) for i in group)
+        if doing and any(section.blocks[i].kind == "code" for i in group):
+            best = max(best, section.best_score * 0.5)
+        return best
+
+    ranked = sorted(range(len(groups)), key=lambda g: (-value(groups[g]), g))
+    first = ranked[0]
+    chosen = [first]
+    rendered = {first: _render_group(section, groups[first], budget)}
+    used = sum(len(part) + 2 for part in rendered[first])
+    for g in ranked[1:]:
+        if value(groups[g]) <= 0:
+            break
+        parts = _render_group(section, groups[g], budget - used)
+        size = sum(len(part) + 2 for part in parts)
+        if used + size <= budget:
+            chosen.append(g)
+            rendered[g] = parts
+            used += size
+    order = [first, *sorted(g for g in chosen if g != first)]
+    parts = [part for g in order for part in rendered[g]]
+    if section.blocks[groups[first][0]].kind == "para":
+        parts[0] = _cited(parts[0], section.number)
+    else:
+        parts.insert(0, _cited(section.title + ":", section.number))
+    return parts
+
+
+def _render_group(section: _Section, group: list[int], budget: int) -> list[str]:
+    parts: list[str] = []
+    for i in group:
+        parts.append(_render(section.blocks[i], section.scores[i], budget - sum(map(len, parts))))
+    return parts
+
+
+def compose_answer(
+    query: str,
+    sources: Sequence[GroundedSource],
+    *,
+    max_sections: int = 3,
+    max_chars: int = 900,
+) -> str:
+    """The answer to ``query`` from ``sources`` (best first), deterministically (no I/O).
+
+    See the module documentation for how sections, windows and citations are chosen.
+    """
+    wanted = content_terms(query)
+    if not wanted or not sources:
+        return NO_GROUNDED_ANSWER
+    sections = [_section(number, source) for number, source in enumerate(sources, start=1)]
+    weight = _rarity(wanted, sections)
+    for section in sections:
+        _score(section, wanted, weight)
+    chosen = _choose(sections, max_sections)
+    if not chosen:
+        return NO_GROUNDED_ANSWER
+    doing = any(term in _DOING for term in wanted)
+    paragraphs: list[str] = []
+    used = 0
+    for position, section in enumerate(chosen):
+        share = max_chars - used if position == len(chosen) - 1 else (max_chars - used) // 2
+        if position == 0:
+            share = max(share, max_chars // 2)
+        parts = _window(section, share, doing)
+        size = sum(len(p) + 2 for p in parts)
+        if position and used + size > max_chars:
+            continue
+        paragraphs += parts
+        used += size
+    return "\n\n".join(_unique(paragraphs))
+
+
+def _unique(parts: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    kept: list[str] = []
+    for part in parts:
+        key = " ".join(part.casefold().split())
+        if key not in seen:
+            seen.add(key)
+            kept.append(part)
+    return kept
