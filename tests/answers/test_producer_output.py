@@ -12,7 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentskit_chat.answers._candidates import TITLE_TAKEN, TOO_LONG
+from agentskit_chat.answers._candidates import (
+    MENTION_SHARED,
+    MENTION_TAKEN,
+    TITLE_TAKEN,
+    TOO_LONG,
+)
 from agentskit_chat.answers._producer import (
     ENTRY_LIMIT,
     SIZE_LIMIT,
@@ -188,9 +193,23 @@ def test_builds_the_seed_docs() -> None:
     result = build(SEEDS, site_id="agentskit-docs")
     assert result.stats.files == result.stats.documents == 110
     # One heading reads exactly like another page's title; the title keeps it.
-    assert [(item.kind, item.label, item.reason) for item in result.left_out] == [
-        ("navigation", "CLI", TITLE_TAKEN)
-    ]
+    mention_reasons = {MENTION_SHARED, MENTION_TAKEN}
+    assert [
+        (item.kind, item.label, item.reason)
+        for item in result.left_out
+        if item.reason not in mention_reasons
+    ] == [("navigation", "CLI", TITLE_TAKEN)]
+    # Commands and package names mentioned on one page only answer that page.
+    mentions = [e for e in result.artifact.entries if e.kind in ("command", "package")]
+    assert result.stats.mentions == len(mentions) - result.stats.commands == 26
+    shared = {item.label for item in result.left_out if item.reason == MENTION_SHARED}
+    assert {"pnpm catalog:report", "@agentskit/chat", "@agentskit/react"} <= shared
+    assert len(shared) == 34
+    assert lookup(result, "pnpm catalog:report") == ()
+    assert lookup(result, "pnpm version:packages") == (
+        "code-releases-release-process-pnpm-version-packages",
+    )
+    assert lookup(result, "@agentskit/rag") == ("pkg-examples-rag-reference-agentskit-rag",)
     assert_valid(result)
     assert_titles_resolve(result)
     assert build(SEEDS, site_id="agentskit-docs").artifact_json == result.artifact_json
@@ -203,11 +222,15 @@ _words = st.text(
     min_size=1,
     max_size=24,
 )
+_spans = st.sampled_from(
+    ["make", "make serve", "pnpm add @a/b", "@a/b", "pip install x", "uv add <pkg>", "x"]
+)
 _docs = st.lists(
     st.tuples(
         _words,
         st.lists(_words, max_size=4),
         st.lists(st.sampled_from(["make", "ls -la", "pip install x", "$ run it"]), max_size=2),
+        st.lists(st.one_of(_spans, _words), max_size=3),
     ),
     min_size=1,
     max_size=4,
@@ -217,18 +240,30 @@ _docs = st.lists(
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_docs)
 def test_any_docs_build_a_valid_artifact_where_titles_resolve(
-    docs: list[tuple[str, list[str], list[str]]],
+    docs: list[tuple[str, list[str], list[str], list[str]]],
 ) -> None:
     with tempfile.TemporaryDirectory() as folder:
         files = {}
-        for index, (title, headings, commands) in enumerate(docs):
+        for index, (title, headings, commands, spans) in enumerate(docs):
             body = "".join(f"## {h}\n\n" for h in headings)
             fence = "```sh\n" + "\n".join(commands) + "\n```\n" if commands else ""
-            files[f"doc{index}.md"] = f"# {title}\n\n{body}{fence}"
+            code = "".join("Write `` " + s.replace("`", "'") + " ``.\n\n" for s in spans)
+            files[f"doc{index}.md"] = f"# {title}\n\n{code}{body}{fence}"
         root = tree(Path(folder), files)
         result = build(root)
         assert_valid(result)
         for doc in kinds(result, "document"):
             assert any(doc.id in lookup(result, alias) for alias in doc.match.values)
             assert doc.id in lookup(result, doc.match.values[0])
+        # A mention entry answers alone, with its page's answer.
+        by_id = {e.id: e for e in result.artifact.entries}
+        for item in result.artifact.entries:
+            if item.id.startswith(("code-", "pkg-")):
+                assert lookup(result, item.match.values[0]) == (item.id,)
+                page = next(
+                    e
+                    for e in kinds(result, "document")
+                    if e.answer.citations[0].href == item.answer.citations[0].href
+                )
+                assert by_id[item.id].answer.markdown == page.answer.markdown
         assert build(root).artifact_json == result.artifact_json

@@ -1,10 +1,12 @@
 """From read documents to candidate entries: declared first, then derived, with unique aliases.
 
-Candidates come in priority order (declared, documents, commands, headings) so that the producer
-keeps the longest prefix that fits the artifact's limits. Aliases declared in front matter are
-claimed: derived entries lose them. An entry whose every alias is shared gets one generated alias
-of its own, ``<alias> (<context>)``, so that the artifact stays valid and a choice stays
-reachable by typing its description.
+Candidates come in priority order (declared, documents, commands, headings, mentions) so that the
+producer keeps the longest prefix that fits the artifact's limits. Aliases declared in front
+matter are claimed: derived entries lose them. A mention (a command or package name a page
+writes in inline code) answers its page only when no other page mentions it and no other entry
+answers to it. An entry whose every alias is shared gets one generated alias of its own,
+``<alias> (<context>)``, so that the artifact stays valid and a choice stays reachable by typing
+its description.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from ._markdown import MarkdownDocument, clip_units, code_block, escape_markdown
 __all__ = [
     "ALIAS_LIMIT",
     "CLAIMED",
+    "MENTION_SHARED",
+    "MENTION_TAKEN",
+    "TITLE_TAKEN",
     "TOO_LONG",
     "Candidate",
     "Doc",
@@ -40,10 +45,12 @@ __all__ = [
 TOO_LONG: Final = "longer than 512 UTF-16 code units once normalized"
 CLAIMED: Final = "every alias is claimed by a declared entry"
 TITLE_TAKEN: Final = "a document has this title, and a title answers its document"
+MENTION_SHARED: Final = "more than one page mentions this, so it answers none of them"
+MENTION_TAKEN: Final = "a title, path, command block or heading answers to this, and keeps it"
 ALIAS_LIMIT: Final = "an entry holds at most 16 aliases; replaced by a generated unique alias"
 _CONTEXT_UNITS: Final = 120
 
-Source = Literal["declared", "document", "command", "navigation"]
+Source = Literal["declared", "document", "command", "navigation", "mention"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +58,9 @@ class LeftOut:
     """Something the producer dropped, and why.
 
     Attributes:
-        kind: ``document``, ``command``, ``navigation`` or a declared entry's kind for a whole
-            entry; ``alias`` for one alias; ``file`` for a file or folder that was not read.
+        kind: ``document``, ``command``, ``package``, ``navigation`` or a declared entry's kind
+            for a whole entry; ``alias`` for one alias; ``file`` for a file or folder that was
+            not read.
         file: The path inside the docs folder, with ``/`` separators.
         label: The entry's label, the alias, or the file name.
         reason: A fixed sentence saying which limit or rule applied.
@@ -216,10 +224,11 @@ def _aliases(
 def derived_candidates(
     docs: Sequence[Doc], ids: Ids, claimed: set[str], left: list[LeftOut]
 ) -> list[Candidate]:
-    """Documents, then commands, then headings, each in path order, without claimed aliases.
+    """Documents, commands, headings, then mentions, each in path order, without claimed aliases.
 
     A heading never takes a document's title as its alias: a question equal to a title answers
-    that document exactly, not with a choice between it and a section of another page.
+    that document exactly, not with a choice between it and a section of another page. Mention
+    entries come last and take no alias another entry has, so they change no other answer.
     """
     titles = {
         normalize_knowledge_key(js_trim(doc.parsed.title))
@@ -242,10 +251,6 @@ def derived_candidates(
         title = _doc_title(doc)
         doc_id = ids.take(f"doc {doc.slug}")
         aliases, taken = _aliases(doc.rel, [doc.parsed.title, doc.slug], claimed, left)
-        parts = [f"**{escape_markdown(title)}**"]
-        if doc.parsed.summary:
-            parts.append(doc.parsed.summary)
-        parts.append(f"Read {link(title, doc.href)}.")
         add(
             documents,
             Candidate(
@@ -254,7 +259,7 @@ def derived_candidates(
                 "document",
                 title,
                 aliases,
-                "\n\n".join(parts),
+                _document_markdown(doc),
                 (_citation(doc_id, title, doc.href),),
                 doc.rel,
                 doc.display,
@@ -312,7 +317,72 @@ def derived_candidates(
                 ),
                 taken,
             )
-    return documents + commands + headings
+    answered = claimed | {
+        normalize_knowledge_key(alias)
+        for bucket in (documents, commands, headings)
+        for c in bucket
+        for alias in c.aliases
+    }
+    return documents + commands + headings + _mention_candidates(docs, ids, claimed, answered, left)
+
+
+def _document_markdown(doc: Doc) -> str:
+    """A page's answer: its title, its first paragraph and a link to it."""
+    title = _doc_title(doc)
+    parts = [f"**{escape_markdown(title)}**"]
+    if doc.parsed.summary:
+        parts.append(doc.parsed.summary)
+    parts.append(f"Read {link(title, doc.href)}.")
+    return "\n\n".join(parts)
+
+
+def _mention_candidates(
+    docs: Sequence[Doc], ids: Ids, claimed: set[str], answered: set[str], left: list[LeftOut]
+) -> list[Candidate]:
+    """One entry per command or package name that exactly one page mentions, answering the page.
+
+    ``answered`` holds every alias of the other entries: a mention never shares an alias, so
+    asking for it either answers its one page or finds another entry's answer unchanged.
+    """
+    pages = Counter(
+        normalize_knowledge_key(mention.text) for doc in docs for mention in doc.parsed.mentions
+    )
+    result: list[Candidate] = []
+    for doc in docs:
+        title = _doc_title(doc)
+        for mention in doc.parsed.mentions:
+            key = normalize_knowledge_key(mention.text)
+            label = _label(mention.text)
+            if not alias_fits(mention.text):
+                reason: str | None = TOO_LONG
+            elif key in claimed:
+                reason = CLAIMED
+            elif key in answered:
+                reason = MENTION_TAKEN
+            elif pages[key] > 1:
+                reason = MENTION_SHARED
+            else:
+                reason = None
+            if reason is not None:
+                left.append(LeftOut(mention.kind, doc.rel, label, reason))
+                continue
+            prefix = "code" if mention.kind == "command" else "pkg"
+            entry_id = ids.take(f"{prefix} {doc.slug} {mention.text}")
+            result.append(
+                Candidate(
+                    "mention",
+                    entry_id,
+                    mention.kind,
+                    label,
+                    (mention.text,),
+                    _document_markdown(doc),
+                    (_citation(entry_id, title, doc.href),),
+                    doc.rel,
+                    doc.display,
+                    title,
+                )
+            )
+    return result
 
 
 # --- aliases, limits and serialization ------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Reading the Markdown of one file for the artifact producer, and writing answer Markdown.
 
 A document yields its title, a short summary, its headings with GitHub-style anchors, the
-distinct command lines of its shell-fenced code blocks, and what its front matter declares.
+distinct command lines of its shell-fenced code blocks, the commands and package names it
+mentions (see ``_mentions``), and what its front matter declares.
 Markdown structure comes from markdown-it-py (CommonMark), never from hand parsing. Everything
 here is pure: the producer does the file system work.
 """
@@ -21,6 +22,7 @@ from agentskit_chat.protocol import normalize_knowledge_key
 from agentskit_chat.protocol._text import js_trim, utf16_len
 
 from ._front_matter import DeclaredEntry
+from ._mentions import Mention, code_span_mentions
 
 if TYPE_CHECKING:
     from ._documents import SourceDocument
@@ -77,6 +79,8 @@ class MarkdownDocument:
         headings: Every other non-empty heading, in document order.
         commands: Distinct command lines (by normalized key), first occurrence first.
         declared: Entries declared under ``knowledge:`` in the front matter.
+        mentions: Distinct commands and package names written in inline code (by normalized
+            key), first occurrence first.
     """
 
     title: str
@@ -85,6 +89,7 @@ class MarkdownDocument:
     headings: tuple[Heading, ...]
     commands: tuple[Command, ...]
     declared: tuple[DeclaredEntry, ...]
+    mentions: tuple[Mention, ...] = ()
 
 
 # --- small text helpers ---------------------------------------------------------------------------
@@ -223,6 +228,8 @@ def read_markdown_document(page: SourceDocument, *, stem: str) -> MarkdownDocume
     section: Heading | None = None
     commands: list[Command] = []
     seen_commands: set[str] = set()
+    mentions: list[Mention] = []
+    seen_mentions: set[str] = set()
     for index, token in enumerate(tokens):
         if token.type == "heading_open":
             inline = tokens[index + 1]
@@ -243,6 +250,15 @@ def read_markdown_document(page: SourceDocument, *, stem: str) -> MarkdownDocume
                 if key not in seen_commands:
                     seen_commands.add(key)
                     commands.append(Command(command, section, first + offset))
+        if token.type == "inline":
+            line = (token.map[0] if token.map else 0) + 1
+            for child in token.children or []:
+                if child.type == "code_inline":
+                    for text, kind in code_span_mentions(child.content):
+                        key = normalize_knowledge_key(text)
+                        if key not in seen_mentions:
+                            seen_mentions.add(key)
+                            mentions.append(Mention(text, kind, line))
     if title_heading is not None:
         title = title_heading.text
     else:
@@ -254,4 +270,5 @@ def read_markdown_document(page: SourceDocument, *, stem: str) -> MarkdownDocume
         headings=tuple(headings),
         commands=tuple(commands),
         declared=front.entries,
+        mentions=tuple(mentions),
     )

@@ -1,7 +1,8 @@
 """Build a local knowledge artifact and its site configuration from Markdown pages.
 
 One ``document`` entry per file, one ``command`` entry per distinct shell command line, one
-``navigation`` entry per heading, plus the entries declared in front matter, which win over the
+``navigation`` entry per heading, one ``command`` or ``package`` entry per command or package name
+that only one page mentions, plus the entries declared in front matter, which win over the
 derived ones. The output is byte-identical for identical input, always satisfies every bound of
 ``agentskit.chat.knowledge`` v1, and reports what did not fit. See ``docs/artifacts.md``.
 """
@@ -70,7 +71,11 @@ SIZE_LIMIT: Final = "the artifact holds at most 524288 bytes"
 
 @dataclass(frozen=True, slots=True)
 class ArtifactBuildStats:
-    """Counts of one build: files read, entries kept by origin, entries left out, bytes."""
+    """Counts of one build: files read, entries kept by origin, entries left out, bytes.
+
+    ``commands`` counts the command lines of shell blocks; ``mentions`` the commands and package
+    names written in inline code, each answering the one page that mentions it.
+    """
 
     files: int
     entries: int
@@ -80,6 +85,7 @@ class ArtifactBuildStats:
     headings: int
     left_out: int
     artifact_bytes: int
+    mentions: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,6 +325,7 @@ def build_local_knowledge_artifact(
         documents=sources["document"],
         commands=sources["command"],
         headings=sources["navigation"],
+        mentions=sources["mention"],
         left_out=len(left),
         artifact_bytes=len(artifact_json.encode("utf-8")),
     )
