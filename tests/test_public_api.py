@@ -286,6 +286,7 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "content_terms",
         "github_slug",
         "load_markdown_corpus",
+        "query_phrases",
         "query_terms",
         "read_docs_folder",
         "reciprocal_rank_fusion",

@@ -124,14 +124,17 @@ async def test_grounded_answer_cites_the_page_that_answers(
     assert decode_answer_response(envelope.to_json()).ok
 
 
-async def test_a_grounded_answer_never_quotes_a_code_block_as_prose(
+async def test_a_grounded_answer_shows_a_command_as_code_never_as_prose(
     assistant: DocsAssistant,
 ) -> None:
     envelope = await assistant.ask("How do I put the widget on my machine with pip?")
     assert isinstance(envelope, ExactAnswer), envelope
     assert envelope.answer.citations[0].href == "/docs/guide#installing-the-widget"
-    assert "Run the installer" in envelope.answer.markdown
-    assert "pip install widget" not in envelope.answer.markdown
+    markdown = envelope.answer.markdown
+    assert markdown.startswith("Run the installer")
+    # The command is shown as the page writes it: a fenced block, not a sentence.
+    assert "```\npip install widget\n```" in markdown
+    assert markdown.count("pip install widget") == 1
 
 
 async def test_unrelated_question_is_refused(assistant: DocsAssistant) -> None:

@@ -146,3 +146,51 @@ def test_unanswerable_questions_are_refused(outcomes: dict[str, Outcome], questi
     envelope = outcomes[question].envelope
     assert isinstance(envelope, EscalationAnswer), envelope
     assert (envelope.reason, envelope.message) == ("miss", NO_GROUNDED_SOURCES)
+
+
+#: Questions a newcomer asks first, with what a right answer must show: the page its first
+#: part cites and text it must contain.
+FIRST_QUESTIONS = [
+    ("How do I stop a streaming reply?", "/docs/agents", ("controller.stop()",)),
+    ("Can I use PostgreSQL?", None, ("postgresql://",)),
+    ("How do I install it?", "/docs/getting-started", ("```", "pip install 'agentskit-chat")),
+]
+
+
+def _flattened_table_lines(markdown: str) -> list[str]:
+    """Lines that hold table cells without being a Markdown table row."""
+    return [
+        line
+        for line in markdown.splitlines()
+        if line.count(" | ") >= 2 and not line.lstrip().startswith("|")
+    ]
+
+
+@pytest.fixture(scope="module")
+def first_answers() -> dict[str, object]:
+    async def run() -> dict[str, object]:
+        async with create_docs_assistant(DOCS, now=clock) as assistant:
+            return {q: await assistant.ask(q) for q, _, _ in FIRST_QUESTIONS}
+
+    return anyio.run(run)
+
+
+@pytest.mark.parametrize(("question", "page", "shown"), FIRST_QUESTIONS)
+def test_first_questions_get_a_right_readable_answer(
+    first_answers: dict[str, object], question: str, page: str | None, shown: tuple[str, ...]
+) -> None:
+    envelope = first_answers[question]
+    assert isinstance(envelope, ExactAnswer), envelope
+    markdown = envelope.answer.markdown
+    if page is not None:
+        assert page_of(envelope.answer.citations[0].href) == page
+    for text in shown:
+        assert text in markdown, markdown
+    assert "[1]" in markdown
+    assert not _flattened_table_lines(markdown), markdown
+
+
+def test_a_table_in_an_answer_stays_a_markdown_table() -> None:
+    rows = "| Store | Needs |\n| --- | --- |\n| memory | nothing |"
+    assert not _flattened_table_lines(rows)
+    assert _flattened_table_lines("Store | Needs | memory | nothing")

@@ -83,7 +83,7 @@ def test_sections_follow_nested_headings() -> None:
     assert chunks[("Configure",)].title == "Guide › Configure"
 
 
-def test_text_is_plain_and_keeps_code() -> None:
+def test_text_is_plain_markdown_blocks() -> None:
     source = """# Page
 
 Some *emphasis*, a [link](https://example.com), `inline code` and ![an image](x.png).
@@ -106,7 +106,7 @@ print("hello")
     assert chunk.text == (
         "Some emphasis, a link, inline code and an image.\n\n"
         "- first item\n- second item\n\n"
-        "name | value\nport | 8000\n\n"
+        "| name | value |\n| --- | --- |\n| port | 8000 |\n\n"
         '```\n# a comment, not a heading\nprint("hello")\n```\n\n'
         "Raw HTML note"
     )

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentskit_chat._terms import STOP_WORDS
+from agentskit_chat._terms import STOP_WORDS, name_terms
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.retrieval import RelevanceRule, RetrievedChunk, TermWeights, content_terms
 
@@ -58,6 +58,28 @@ def test_content_terms_never_raise_and_hold_no_stop_word(text: str) -> None:
     assert not STOP_WORDS.intersection(terms)
 
 
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("How do I send metrics to Datadog?", {"datadog"}),
+        ("Is there a GraphQL or CORS option?", {"graphql", "cor"}),
+        ("Which @acme/web-ui version?", {"acm", "web", "ui"}),
+        ("set cache_size and Auth0", {"cach", "size", "auth0"}),
+        # A capital at the start of a sentence, or a lone letter, is no name.
+        ("Datadog? Never. What is X?", set()),
+        ("plain words only", set()),
+        ("", set()),
+    ],
+)
+def test_name_terms(text: str, names: set[str]) -> None:
+    assert name_terms(text) == names
+
+
+@given(st.text(max_size=200))
+def test_name_terms_never_raise(text: str) -> None:
+    assert all(name for name in name_terms(text))
+
+
 def test_rare_terms_weigh_more_than_common_ones() -> None:
     assert WEIGHTS.sections == len(SECTIONS)
     common, rare, absent = WEIGHTS.weight("widget"), WEIGHTS.weight("licens"), WEIGHTS.weight("x9")
@@ -67,14 +89,13 @@ def test_rare_terms_weigh_more_than_common_ones() -> None:
 @pytest.mark.parametrize(
     ("question", "chunk", "relevant"),
     [
-        # Passes: the section covers the question and its heading names the topic.
+        # Passes: the section holds the words that carry the question.
         ("How do I set the cache size?", CACHE, True),
         ("Which license is the widget released under?", LICENSE, True),
-        # Title: the same words, but nothing of the question in the heading. Coverage is
-        # strong enough (three quarters) to stand on its own only when it is complete.
-        ("How big is the cache of the MIT theme?", BURIED, False),
+        # The heading does not have to name the topic: the text is read too.
         ("How do I set the cache size?", BURIED, True),
         # Coverage: common words match, the words that carry the question do not.
+        ("How big is the cache of the MIT theme?", BURIED, False),
         ("What is the weather forecast for the cache conference in Paris?", CACHE, False),
         ("Which license covers the cache of the weather station?", LICENSE, False),
         ("Is there a Windows installer for the widget?", LICENSE, False),
@@ -83,8 +104,37 @@ def test_rare_terms_weigh_more_than_common_ones() -> None:
     ],
 )
 def test_rule_judges_both_ways(question: str, chunk: RetrievedChunk, relevant: bool) -> None:
-    verdict = RelevanceRule().judge(content_terms(question), chunk, WEIGHTS)
+    verdict = RelevanceRule().judge(question, chunk, WEIGHTS)
     assert verdict.relevant is relevant, verdict
+
+
+@pytest.mark.parametrize(
+    ("question", "unknown"),
+    [
+        ("How do I set the cache size for Datadog?", ("datadog",)),
+        ("Does the cache size work with GraphQL?", ("graphql",)),
+        ("How do I set cache_size from @acme/zeppelin?", ("acm", "zeppelin")),
+    ],
+)
+def test_a_name_the_docs_never_write_makes_the_question_relevant_to_nothing(
+    question: str, unknown: tuple[str, ...]
+) -> None:
+    verdict = RelevanceRule().judge(question, CACHE, WEIGHTS)
+    assert verdict.unknown_names == unknown
+    assert verdict.coverage == 0.0
+    assert not verdict.relevant
+    # The same words written plainly are only words: they lower the coverage, no more.
+    written_plainly = question.lower().replace("@", "").replace("/", " ").replace("_", " ")
+    plain = RelevanceRule().judge(written_plainly, CACHE, WEIGHTS)
+    assert plain.unknown_names == () and plain.coverage > 0
+
+
+def test_a_name_counts_more_than_a_word() -> None:
+    question = "How do I set the cache size of the Widget?"  # 'Widget' is written as a name
+    plain = RelevanceRule(name_weight=1.0).judge(question, CACHE, WEIGHTS)
+    named = RelevanceRule(name_weight=4.0).judge(question, CACHE, WEIGHTS)
+    assert plain.unknown_names == named.unknown_names == ()
+    assert named.coverage < plain.coverage  # the section lacks the name, which now weighs more
 
 
 KNOWN = ("cache", "widget", "theme", "license", "installer", "pages", "debug")
@@ -105,21 +155,38 @@ def test_a_question_mostly_unknown_to_the_docs_is_never_relevant(
     words = [known, *unknown]
     shuffle.shuffle(words)
     question = "How does the " + " ".join(words) + " work?"
-    assert not RelevanceRule().judge(content_terms(question), chunk, WEIGHTS).relevant
+    assert not RelevanceRule().judge(question, chunk, WEIGHTS).relevant
 
 
-def test_score_floor_refuses_a_section_that_matches_only_by_everywhere_words() -> None:
-    terms = content_terms("How do I set the cache size?")
-    weak = hit(CACHE.title, CACHE.text, score=0.2)
-    assert RelevanceRule().judge(terms, CACHE, WEIGHTS).relevant
-    assert not RelevanceRule().judge(terms, weak, WEIGHTS).relevant
-    assert RelevanceRule(min_score=0.1).judge(terms, weak, WEIGHTS).relevant
+@given(st.text(max_size=300), st.sampled_from(CHUNKS))
+def test_judging_never_raises_and_coverage_is_a_share(question: str, chunk: RetrievedChunk) -> None:
+    verdict = RelevanceRule().judge(question, chunk, WEIGHTS)
+    assert 0.0 <= verdict.coverage <= 1.0
+    assert verdict.relevant is (
+        verdict.coverage >= RelevanceRule().min_coverage and verdict.coverage > 0
+    )
 
 
-def test_select_keeps_relevant_hits_in_order() -> None:
+def test_select_keeps_the_hits_that_share_the_answer_in_order() -> None:
     other = hit("FAQ › Themes", "The widget ships a light theme and a dark theme.")
     kept = RelevanceRule().select("How do I set the cache size?", [other, CACHE, BURIED], WEIGHTS)
     assert kept == [CACHE, BURIED]
+
+
+def test_once_one_hit_is_relevant_a_weaker_companion_is_kept_too() -> None:
+    # 'cache' alone covers less than min_coverage of the question, but enough to be the
+    # other part of a two-part question once a relevant section answers it.
+    question = "How do I set the cache size, and which license is it under?"
+    rule = RelevanceRule(min_coverage=0.4, keep_share=0.6)
+    cache_part = rule.judge(question, CACHE, WEIGHTS)
+    license_part = rule.judge(question, LICENSE, WEIGHTS)
+    assert cache_part.relevant and not license_part.relevant
+    assert license_part.coverage >= rule.keep_share * rule.min_coverage
+    assert rule.select(question, [CACHE, LICENSE], WEIGHTS) == [CACHE, LICENSE]
+    only_relevant = RelevanceRule(min_coverage=0.4, keep_share=1.0)
+    assert only_relevant.select(question, [CACHE, LICENSE], WEIGHTS) == [CACHE]
+    # Nothing relevant: nothing kept, however close the companions come.
+    assert rule.select(question, [LICENSE], WEIGHTS) == []
 
 
 @pytest.mark.parametrize(
@@ -127,10 +194,12 @@ def test_select_keeps_relevant_hits_in_order() -> None:
     [
         {"min_coverage": 1.5},
         {"min_coverage": -0.1},
-        {"min_title_terms": -1},
-        {"min_title_terms": 1.5},
-        {"min_score": float("nan")},
-        {"strong_coverage": -1.0},
+        {"min_coverage": True},
+        {"keep_share": 1.01},
+        {"keep_share": float("nan")},
+        {"name_weight": 0.5},
+        {"name_weight": float("inf")},
+        {"name_weight": "2"},
     ],
 )
 def test_invalid_thresholds_are_refused(options: dict[str, float]) -> None:

@@ -18,6 +18,7 @@ from agentskit_chat.retrieval import (
     SQLiteFTSRetriever,
     build_index,
     load_markdown_corpus,
+    query_phrases,
     query_terms,
 )
 from agentskit_chat.service import Retriever
@@ -107,6 +108,61 @@ def test_query_terms_are_capped() -> None:
     terms = query_terms(" ".join(f"word{n}" for n in range(500)) + " " + "y" * 10_000)
     assert len(terms) == 24
     assert query_terms("y" * 10_000) == ("y" * 64,)
+
+
+@pytest.mark.parametrize(
+    ("text", "phrases"),
+    [
+        ("How do I rate limit users?", (("rate", "limit"), ("limit", "users"))),
+        (
+            "set cache_size in @acme/web-ui",
+            (("set", "cache"), ("cache", "size"), ("acme", "web"), ("web", "ui")),
+        ),
+        ("the rate of the limit", ()),  # a stop word between them: not a phrase
+        ("rate limit, rate limit", (("rate", "limit"), ("limit", "rate"))),
+        ("one", ()),
+        ("", ()),
+    ],
+)
+def test_query_phrases(text: str, phrases: tuple[tuple[str, str], ...]) -> None:
+    assert query_phrases(text) == phrases
+
+
+def test_query_phrases_are_capped() -> None:
+    assert len(query_phrases(" ".join(f"word{n}" for n in range(500)))) == 24
+
+
+@pytest.mark.anyio
+async def test_a_phrase_as_written_outranks_its_words_apart() -> None:
+    corpus = MarkdownCorpus.from_texts(
+        {
+            "apart.md": "# Apart\n\nThe rate of requests is high; the limit of the disk is low. "
+            "Rate and limit, rate and limit.",
+            "together.md": "# Together\n\nSet a rate limit per user.",
+        }
+    )
+    async with SQLiteFTSRetriever(corpus=corpus) as index:
+        hits = await index.search("rate limit", 2)
+    assert [hit.href for hit in hits] == ["/docs/together", "/docs/apart"]
+
+
+SPREAD = {
+    "big.md": "# Big\n\n## One\n\nalpha alpha\n\n## Two\n\nalpha alpha\n\n## Three\n\n"
+    "alpha alpha\n\n## Four\n\nalpha alpha",
+    "small.md": "# Small\n\nalpha and many other words that dilute the one mention of it here",
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("per_page", "pages"), [(2, ["big", "big", "small"]), (None, ["big"] * 3)])
+async def test_search_spreads_hits_over_pages(per_page: int | None, pages: list[str]) -> None:
+    corpus = MarkdownCorpus.from_texts(SPREAD)
+    async with SQLiteFTSRetriever(corpus=corpus, per_page=per_page) as index:
+        hits = await index.search("alpha", 3)
+        every = await index.search("alpha", 10)
+    assert [hit.href.partition("#")[0].removeprefix("/docs/") for hit in hits] == pages
+    # Nothing is dropped: the page's further sections come after the others.
+    assert len(every) == 5
 
 
 @pytest.mark.anyio
@@ -224,7 +280,16 @@ def test_a_file_that_is_not_an_index_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("options"), [{"top_k": 0}, {"top_k": 101}, {"top_k": True}, {"title_weight": 0}]
+    ("options"),
+    [
+        {"top_k": 0},
+        {"top_k": 101},
+        {"top_k": True},
+        {"title_weight": 0},
+        {"per_page": 0},
+        {"per_page": True},
+        {"per_page": 1.5},
+    ],
 )
 def test_invalid_options_are_refused(options: dict[str, object]) -> None:
     with pytest.raises(ConfigurationError):

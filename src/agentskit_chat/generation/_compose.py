@@ -4,25 +4,28 @@ A section's text is read as Markdown blocks: paragraphs (cut into sentences), li
 per item), tables (one unit per row, the header kept apart) and fenced code. The question and
 every unit are reduced to content terms (:mod:`agentskit_chat._terms`); a unit scores the summed
 rarity of the question terms it holds (inverse frequency over all units of the sources), and a
-section scores its best unit plus the rarity of the question terms in its title.
+section scores its best unit plus the rarity of the question terms in its title, a little less
+the lower the search ranked it.
 
 The answer draws on one to ``max_sections`` sections, best first. The best section always
-comes; a further one only when it holds a question term that the sections before it do not and
-its best unit is at least half as good as the first's (a two-part question cites both pages,
-a one-part question does not pad). Each section contributes a *window* around its best unit:
+comes; a further one only when its title or best unit holds a question term that the chosen
+ones' titles and best units do not, and it scores at least half as well as the first (the
+other part of a two-part question). Each section shows the passage holding its best unit, and
+the other passages at least 0.3 as good that fit the length budget:
 
 - a sentence comes with the rest of its paragraph when that is short, else with the next
   sentence;
-- a list item comes with the list's lead-in sentence and the list's best items, still a list;
-- a table row comes with the header, still a Markdown table;
-- a code block comes whole, with the sentence before it; and when the question asks how to
-  install, run, set up or configure something, the section's first code block is shown beside
-  the prose that answers it.
+- a sentence ending in ``:`` comes with the list, table or code it introduces;
+- a list stays a list and a table a Markdown table under its header, their least matching
+  items or rows left out when over budget;
+- a code block is shown fenced; when the question asks how to install, run, set up, start,
+  deploy or configure something, the section's code is shown beside the prose that answers.
 
-Every part opens with the sentence that answers (or the section's title, for a list or table
-with no lead-in) followed by the ``[n]`` of its source. Parts of different sections are
-separate paragraphs, never spliced. When no unit holds a single question term, the answer is
-:data:`NO_GROUNDED_ANSWER`.
+Prose leads: the paragraph that answers comes first, followed by ``[n]`` (the source's 1-based
+position); a list, table or code block that answers best keeps the prose around it in the
+page's order, and one with no prose is introduced by the section's title and ``[n]``. Parts of
+different sections are separate paragraphs, never spliced. When no unit holds a single
+question term, the answer is :data:`NO_GROUNDED_ANSWER`.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ _DOING: Final = frozenset(content_terms("install run setup set configure start d
 _SHORT_PARAGRAPH: Final = 320
 #: Lines of code shown at most, per block.
 _MAX_CODE_LINES: Final = 12
+#: Beside its best passage, a section shows others at least this good, relative to the best.
+_GROUP_SHARE: Final = 0.3
 #: The search's order counts too: the n-th source's score is divided by 1 + decay × (n - 1).
 _RANK_DECAY: Final = 0.1
 #: Question terms in a section's title count this much of their rarity.
@@ -168,7 +173,7 @@ class _Section:
     best: tuple[int, int] = (0, 0)
     best_score: float = 0.0
     score: float = 0.0
-    terms: frozenset[str] = frozenset()
+    terms: frozenset[str] = frozenset()  # the question terms its title and best unit hold
 
 
 def _section(number: int, source: GroundedSource) -> _Section:
@@ -198,10 +203,10 @@ def _score(section: _Section, wanted: Sequence[str], weight: dict[str, float]) -
             if value > best_score:
                 best, best_score = (b, u), value
     section.best, section.best_score = best, best_score
+    # What the section's answer says: the title and its best unit.
     held = set(section.title_terms)
-    for block in section.unit_terms:
-        for terms in block:
-            held |= terms
+    if best_score > 0:
+        held |= section.unit_terms[best[0]][best[1]]
     section.terms = frozenset(t for t in wanted if t in held)
     in_title = sum(weight[t] for t in wanted if t in section.title_terms)
     prior = 1 / (1 + _RANK_DECAY * (section.number - 1))
@@ -209,9 +214,7 @@ def _score(section: _Section, wanted: Sequence[str], weight: dict[str, float]) -
 
 
 def _choose(sections: Sequence[_Section], limit: int) -> list[_Section]:
-    ranked = sorted(
-        (s for s in sections if s.best_score > 0), key=lambda s: (-s.score, s.number)
-    )
+    ranked = sorted((s for s in sections if s.best_score > 0), key=lambda s: (-s.score, s.number))
     if not ranked:
         return []
     chosen = [ranked[0]]
@@ -315,7 +318,7 @@ def _window(section: _Section, budget: int, doing: bool) -> list[str]:
     rendered = {first: _render_group(section, groups[first], budget)}
     used = sum(len(part) + 2 for part in rendered[first])
     for g in ranked[1:]:
-        if value(groups[g]) <= 0:
+        if value(groups[g]) <= 0 or value(groups[g]) < _GROUP_SHARE * value(groups[first]):
             break
         parts = _render_group(section, groups[g], budget - used)
         size = sum(len(part) + 2 for part in parts)
@@ -323,9 +326,12 @@ def _window(section: _Section, budget: int, doing: bool) -> list[str]:
             chosen.append(g)
             rendered[g] = parts
             used += size
-    order = [first, *sorted(g for g in chosen if g != first)]
+    # Prose leads: a paragraph that answers comes first; a list, table or code block that
+    # answers best keeps the prose around it in the page's order.
+    lead_prose = section.blocks[groups[first][0]].kind == "para"
+    order = [first, *sorted(g for g in chosen if g != first)] if lead_prose else sorted(chosen)
     parts = [part for g in order for part in rendered[g]]
-    if section.blocks[groups[first][0]].kind == "para":
+    if section.blocks[groups[order[0]][0]].kind == "para":
         parts[0] = _cited(parts[0], section.number)
     else:
         parts.insert(0, _cited(section.title + ":", section.number))

@@ -43,7 +43,7 @@ from ._federated import (
 from ._langchain import LangChainRetriever
 from ._llamaindex import LlamaIndexRetriever
 from ._postgres_fts import DEFAULT_CHUNK_TABLE, PostgresFTSRetriever
-from ._query import query_terms
+from ._query import query_phrases, query_terms
 from ._relevance import (
     Relevance,
     RelevanceRule,
@@ -87,6 +87,7 @@ __all__ = [
     "content_terms",
     "github_slug",
     "load_markdown_corpus",
+    "query_phrases",
     "query_terms",
     "read_docs_folder",
     "reciprocal_rank_fusion",
