@@ -35,6 +35,7 @@ the project's own ``docs/`` instead (pages only, no facts).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -490,19 +491,24 @@ def details(
 
 
 async def run(
-    docs: Path, questions: Sequence[Question], *, k: int = TOP_K
+    docs: Path, questions: Sequence[Question], *, k: int = TOP_K, min_coverage: float | None = None
 ) -> tuple[dict[str, tuple[str, ...]], dict[str, dict[str, Reply]]]:
-    """Build the docs assistant over ``docs`` and put every question to every system."""
+    """Build the docs assistant over ``docs`` and put every question to every system.
+
+    ``min_coverage`` replaces the relevance rule's threshold (the default rule otherwise).
+    """
     from agentskit_chat.assistant import (  # noqa: PLC0415 - only the run needs it
         create_docs_assistant,
     )
+    from agentskit_chat.retrieval import RelevanceRule  # noqa: PLC0415
 
     retrieved: dict[str, tuple[str, ...]] = {}
     replies: dict[str, dict[str, Reply]] = {name: {} for name in SYSTEMS}
     clock = time.perf_counter
     with tempfile.TemporaryDirectory(prefix="agentskit-quality-") as scratch:
         index_path = Path(scratch) / "index.sqlite3"
-        async with create_docs_assistant(docs, index_path=index_path) as assistant:
+        rule = None if min_coverage is None else RelevanceRule(min_coverage=min_coverage)
+        async with create_docs_assistant(docs, index_path=index_path, relevance=rule) as assistant:
             for question in questions:
                 started = clock()
                 hits = await assistant.retrieve(question.question, top_k=k)
@@ -519,6 +525,33 @@ async def run(
     return retrieved, replies
 
 
+#: The relevance thresholds ``--tradeoff`` tries (the rule's default among them).
+TRADEOFF: Final = (0.35, 0.40, 0.45, 0.50, 0.55)
+
+
+def tradeoff(docs: Path, questions: Sequence[Question]) -> str:
+    """For each threshold of :data:`TRADEOFF`, the assistant's figures on every split."""
+    import anyio  # noqa: PLC0415
+
+    lines = [
+        f"{'min_coverage':>12} {'split':<8} {'answered':>8} {'facts':>6} {'refused':>7} "
+        f"{'false':>6}"
+    ]
+    for threshold in TRADEOFF:
+        _, replies = anyio.run(functools.partial(run, docs, questions, min_coverage=threshold))
+        groups = summarize(
+            questions, {q.id: () for q in questions}, {"assistant": replies["assistant"]}
+        )
+        for group in groups:
+            if group.type == "all":
+                ours = group.systems["assistant"]
+                lines.append(
+                    f"{threshold:>12.2f} {group.split:<8} {ours.answered:>8.2f} "
+                    f"{ours.coverage:>6.2f} {ours.refused:>7.2f} {ours.false_answers:>6.2f}"
+                )
+    return "\n".join(lines)
+
+
 def main() -> None:
     import anyio  # noqa: PLC0415 - keep the helpers importable without the run's dependencies
 
@@ -530,6 +563,11 @@ def main() -> None:
     )
     parser.add_argument("--verbose", action="store_true", help="one line per question")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--tradeoff",
+        action="store_true",
+        help="the assistant's answered and false answers for several relevance thresholds",
+    )
     args = parser.parse_args()
     if args.project:
         args.docs = ROOT / "docs"
@@ -538,6 +576,9 @@ def main() -> None:
         questions = load_questions(args.questions)
     if not args.docs.is_dir():
         sys.exit(f"docs folder not found: {args.docs} (pass --docs or set AGENTSKIT_SEED_DOCS)")
+    if args.tradeoff:
+        print(tradeoff(args.docs, questions))
+        return
     started = time.perf_counter()
     retrieved, replies = anyio.run(run, args.docs, questions)
     groups = summarize(questions, retrieved, replies)

@@ -204,4 +204,4 @@ def test_once_one_hit_is_relevant_a_weaker_companion_is_kept_too() -> None:
 )
 def test_invalid_thresholds_are_refused(options: dict[str, float]) -> None:
     with pytest.raises(ConfigurationError):
-        RelevanceRule(**options)  # type: ignore[arg-type]
+        RelevanceRule(**options)
