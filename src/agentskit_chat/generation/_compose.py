@@ -51,7 +51,7 @@ _HEADING: Final = re.compile(r"^#{1,6}\s+")
 _QUOTE: Final = re.compile(r"^>\s?")
 _ITEM: Final = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s+")
 _FENCE: Final = re.compile(r"^\s*(```+|~~~+)")
-_TABLE_RULE: Final = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?$")
+_TABLE_RULE: Final = re.compile(r"^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?$")
 _SPACES: Final = re.compile(r"\s+")
 _TRAILING_JOINERS: Final = ":;,-–— "
 #: A question with one of these terms asks for something to type: the section's code is shown.
@@ -276,7 +276,7 @@ def _render(block: Block, scores: Sequence[float], budget: int) -> str:
         keep -= 1
     rows = _pick(block, scores, keep)
     if block.kind == "table" and block.header:
-        columns = max(1, block.header.count("|") - 1)
+        columns = len(block.header.strip().strip("|").split("|"))
         rows = [block.header, "|" + " --- |" * columns, *rows]
     return "\n".join(rows)
 
