@@ -15,6 +15,7 @@ from agentskit_chat.generation._compose import (
     Block,
     compose_answer,
     parse_blocks,
+    question_parts,
 )
 from agentskit_chat.protocol import GroundedSource
 
@@ -142,3 +143,27 @@ def test_any_text_composes_without_failing(
         return
     heard = {word for s in sources for word in words(s.excerpt + " " + s.title)}
     assert set(words(re.sub(r" \[\d+\]", "", answer))) <= heard
+
+
+@pytest.mark.parametrize(
+    ("question", "parts"),
+    [
+        (
+            "What is the default deadline, and what does the client deadline cover?",
+            [("default", "deadlin"), ("client", "deadlin", "cover")],
+        ),
+        ("How do I declare a route and then capture it?", [("declar", "rout"), ("captur",)]),
+        ("Is it signed; when does it expire?", [("sign",), ("expir",)]),
+        ("Is it signed? When does it expire?", [("sign",), ("expir",)]),
+        # Nouns joined by "and" are one part.
+        ("How do I start onboarding and operations?", [("start", "onboard", "oper")]),
+        # What comes before a colon is context, lent only to a part with no term of its own.
+        ("Angular: which peers go in, and which versions work?", [("peer",), ("version",)]),
+        ("Angular: which peers, and which?", [("peer",), ("angular",)]),
+        # The same part twice is one part; a part with no content term is dropped.
+        ("Is it fast, and is it fast?", [("fast",)]),
+        ("What is it?", [()]),
+    ],
+)
+def test_question_parts(question: str, parts: list[tuple[str, ...]]) -> None:
+    assert question_parts(question) == parts

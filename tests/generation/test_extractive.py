@@ -268,7 +268,7 @@ MANY_STORES = source(
         ),
         (
             # Over budget: the best-matching items, in the list's order (not the question's).
-            "Which store keeps item3, and which keeps item7 warm?",
+            "Which store keeps item3 or item7 warm?",
             MANY_STORES,
             {"max_answer_chars": 100},
             "The supported stores are [1]:\n\n- Store number 3 keeps item3.\n"
@@ -454,10 +454,11 @@ REPORTS = source(2, "A monthly report is sent.", "Reports")
             [TOKENS_LEAD + " [1].", ORIGINS_LEAD + " [2]."],
         ),
         (
+            # A question with parts is answered part by part, in the question's order.
             "Are keys rotated, and when do refresh tokens expire?",
             [TOKENS, KEYS],
             {},
-            [TOKENS_LEAD + " [1].", "Keys are rotated monthly [2]."],
+            ["Keys are rotated monthly [2].", TOKENS_LEAD + " [1]."],
         ),
         ("When do tokens expire?", [TOKENS, ORIGINS], {}, [TOKENS_LEAD + " [1]."]),
         # The second section holds only terms the first covers: no padding.
@@ -465,10 +466,17 @@ REPORTS = source(2, "A monthly report is sent.", "Reports")
         ("When do tokens expire?", [TOKENS, EXPIRY], {}, [TOKENS_LEAD + " [1]."]),
         # A new term, but its section is less than half as good as the first.
         (
-            "When do refresh tokens expire after an hour, and what is the report?",
+            "When do refresh tokens expire after an hour for the report?",
             [TOKENS, REPORTS],
             {},
             [TOKENS_LEAD + " [1]."],
+        ),
+        # As a part of its own, the same weak section answers that part.
+        (
+            "When do refresh tokens expire after an hour, and what is the report?",
+            [TOKENS, REPORTS],
+            {},
+            [TOKENS_LEAD + " [1].", "A monthly report is sent [2]."],
         ),
         (
             "When do tokens expire and which origins are allowed?",
@@ -503,6 +511,7 @@ REPORTS = source(2, "A monthly report is sent.", "Reports")
         "no-new-term-weak",
         "no-new-term-as-good",
         "new-term-too-weak",
+        "weak-section-answers-its-own-part",
         "max-sections",
         "budget-drops-second",
         "budget-keeps-first",

@@ -7,11 +7,14 @@ rarity of the question terms it holds (inverse frequency over all units of the s
 section scores its best unit plus the rarity of the question terms in its title, a little less
 the lower the search ranked it.
 
-The answer draws on one to ``max_sections`` sections, best first. The best section always
-comes; a further one only when its title or best unit holds a question term that the chosen
-ones' titles and best units do not, and it scores at least half as well as the first (the
-other part of a two-part question). Each section shows the passage holding its best unit, and
-the other passages at least 0.3 as good that fit the length budget:
+The answer draws on one to ``max_sections`` sections. A question with parts ("X, and Y?",
+:func:`question_parts`) is answered part by part, in its order: each part by the section that
+answers that part best (another section than an earlier part's when one is at least half as
+good), the length budget shared evenly. Otherwise the best section comes first, and a further
+one only when its title or best unit holds a question term that the chosen ones' titles and
+best units do not, and it scores at least half as well as the first. Each section shows the
+passage holding its best unit, and the other passages at least 0.3 as good that fit the
+length budget:
 
 - a sentence comes with the rest of its paragraph when that is short, else with the next
   sentence;
@@ -39,7 +42,7 @@ from typing import Final, Literal
 from agentskit_chat._terms import content_terms, term_set
 from agentskit_chat.protocol import GroundedSource
 
-__all__ = ["NO_GROUNDED_ANSWER", "Block", "compose_answer", "parse_blocks"]
+__all__ = ["NO_GROUNDED_ANSWER", "Block", "compose_answer", "parse_blocks", "question_parts"]
 
 #: The whole answer when no part of the sources shares a term with the question.
 NO_GROUNDED_ANSWER: Final = "No grounded sources were found for this question."
@@ -62,6 +65,12 @@ _SHORT_PARAGRAPH: Final = 320
 _MAX_CODE_LINES: Final = 12
 #: Beside its best passage, a section shows others at least this good, relative to the best.
 _GROUP_SHARE: Final = 0.3
+#: Where a question's clauses part: ", and", "; ", "and then", a second question mark.
+_CLAUSE: Final = re.compile(
+    r",\s*(?:and|but|or)\s+|;\s+|\?\s+(?=\S)|\s+and\s+then\s+", re.IGNORECASE
+)
+#: The context every part shares: what comes before a colon or a dash.
+_CONTEXT: Final = re.compile(r"^([^?]{1,120}?)\s*(?::|\s[—–-])\s+")
 #: The search's order counts too: the n-th source's score is divided by 1 + decay × (n - 1).
 _RANK_DECAY: Final = 0.1
 #: Question terms in a section's title count this much of their rarity.
@@ -242,10 +251,18 @@ def _cited(text: str, number: int) -> str:
     return f"{body} [{number}]."
 
 
-def _code(block: Block) -> str:
+def _code(block: Block, budget: int) -> str:
+    """The code fenced: its first lines, at most ``_MAX_CODE_LINES`` and what fits ``budget``
+    (one line at least), ``…`` marking what is left out."""
     lines = block.units[0].split("\n")
-    shown = lines[:_MAX_CODE_LINES]
-    if len(lines) > _MAX_CODE_LINES:
+    shown: list[str] = []
+    used = 8  # the fences
+    for line in lines[:_MAX_CODE_LINES]:
+        if shown and used + len(line) + 1 > budget:
+            break
+        shown.append(line)
+        used += len(line) + 1
+    if len(shown) < len(lines):
         shown.append("…")
     return "```\n" + "\n".join(shown) + "\n```"
 
@@ -261,7 +278,7 @@ def _pick(block: Block, scores: Sequence[float], keep: int) -> list[str]:
 def _render(block: Block, scores: Sequence[float], budget: int) -> str:
     """``block`` as Markdown, its least matching units left out to fit ``budget``."""
     if block.kind == "code":
-        return _code(block)
+        return _code(block, budget)
     if block.kind == "para":
         whole = " ".join(block.units)
         if len(whole) <= max(budget, _SHORT_PARAGRAPH) or len(block.units) == 1:
@@ -359,27 +376,92 @@ def compose_answer(
     wanted = content_terms(query)
     if not wanted or not sources:
         return NO_GROUNDED_ANSWER
-    sections = [_section(number, source) for number, source in enumerate(sources, start=1)]
-    weight = _rarity(wanted, sections)
-    for section in sections:
-        _score(section, wanted, weight)
-    chosen = _choose(sections, max_sections)
+    chosen: list[tuple[_Section, bool]] = []  # each with whether to show its code
+    clauses = question_parts(query) if max_sections > 1 else []
+    if len(clauses) > 1:
+        # A question with parts: each part is answered by the section that answers it best,
+        # and shows code when that part asks how to do something.
+        for terms in clauses[:max_sections]:
+            taken = {section.number for section, _ in chosen}
+            best = _best_for(terms, sources, taken)
+            if best is not None:
+                chosen.append((best, any(term in _DOING for term in terms)))
+    if not chosen:
+        sections = [_section(number, source) for number, source in enumerate(sources, start=1)]
+        weight = _rarity(wanted, sections)
+        for section in sections:
+            _score(section, wanted, weight)
+        doing = any(term in _DOING for term in wanted)
+        chosen = [(section, doing) for section in _choose(sections, max_sections)]
+        fair = False
+    else:
+        fair = True
     if not chosen:
         return NO_GROUNDED_ANSWER
-    doing = any(term in _DOING for term in wanted)
     paragraphs: list[str] = []
     used = 0
-    for position, section in enumerate(chosen):
-        share = max_chars - used if position == len(chosen) - 1 else (max_chars - used) // 2
+    for position, (section, doing) in enumerate(chosen):
+        left = max_chars - used
+        if fair:
+            share = left // (len(chosen) - position)
+        elif position == len(chosen) - 1:
+            share = left
+        else:
+            share = left // 2
         if position == 0:
-            share = max(share, max_chars // 2)
-        parts = _window(section, share, doing)
-        size = sum(len(p) + 2 for p in parts)
+            share = max(share, max_chars // len(chosen))
+        window = _window(section, share, doing)
+        size = sum(len(p) + 2 for p in window)
         if position and used + size > max_chars:
             continue
-        paragraphs += parts
+        paragraphs += window
         used += size
     return "\n\n".join(_unique(paragraphs))
+
+
+def _best_for(
+    terms: Sequence[str], sources: Sequence[GroundedSource], taken: set[int]
+) -> _Section | None:
+    """The section that best answers a question made of ``terms``, scored for them: one not
+    ``taken`` by an earlier part when it is at least half as good."""
+    sections = [_section(number, source) for number, source in enumerate(sources, start=1)]
+    weight = _rarity(terms, sections)
+    for section in sections:
+        _score(section, terms, weight)
+    ranked = sorted((s for s in sections if s.best_score > 0), key=lambda s: (-s.score, s.number))
+    if not ranked:
+        return None
+    for section in ranked:
+        if section.number not in taken and section.score >= _FURTHER_SECTION * ranked[0].score:
+            return section
+    return ranked[0]
+
+
+def question_parts(query: str) -> list[tuple[str, ...]]:
+    """The content terms of each part of a question that has parts, in order.
+
+    A question has parts when clauses are joined by ``, and`` (``but``, ``or``), ``and then``,
+    ``;`` or a second question mark: "What is the default deadline, and what does the client's
+    deadline cover?" has two. What comes before a colon or a dash is context ("Angular: which
+    peers ..., and which versions ...?"); it lends its terms only to a part with none of its
+    own. A part with no content term is dropped; a question without parts is one part.
+
+    >>> question_parts("Angular: which peers go in, and which versions work?")
+    [('peer',), ('version',)]
+    >>> question_parts("Angular: which peers, and which?")
+    [('peer',), ('angular',)]
+    """
+    text = query.strip()
+    context = ""
+    lead = _CONTEXT.match(text)
+    if lead is not None:
+        context, text = lead.group(1), text[lead.end() :]
+    parts: list[tuple[str, ...]] = []
+    for piece in _CLAUSE.split(text):
+        terms = content_terms(piece) or content_terms(f"{context} {piece}")
+        if terms and terms not in parts:
+            parts.append(terms)
+    return parts or [content_terms(query)]
 
 
 def _unique(parts: Iterable[str]) -> list[str]:
