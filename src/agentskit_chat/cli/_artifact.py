@@ -90,7 +90,8 @@ def _report(build: ArtifactBuild, paths: tuple[Path, Path], verbose: bool) -> No
     lines = [
         f"Built {build.artifact.artifact_id} for site {build.artifact.site_id}",
         f"  entries:      {stats.entries} ({stats.declared} declared, {stats.documents} documents,"
-        f" {stats.commands} commands, {stats.headings} headings) from {stats.files} files",
+        f" {stats.commands} commands, {stats.headings} headings, {stats.mentions} mentions)"
+        f" from {stats.files} files",
         f"  size:         {stats.artifact_bytes} of 524288 bytes",
         f"  content hash: {build.artifact.content_hash}",
         f"  wrote:        {paths[0]}, {paths[1]}",
