@@ -6,7 +6,7 @@ check runs when a session is created from the definition (see ``_compile``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal, overload
@@ -60,8 +60,9 @@ class RouteContext:
 
 #: Decides whether a route answers an input (the user message's content, unchanged).
 RouteMatcher = Callable[[str], bool]
-#: Produces a route's reply: raw text streamed verbatim (a component frame is a JSON string).
-RouteResponder = Callable[[str, RouteContext], str]
+#: Produces a route's reply: raw text streamed verbatim (a component frame is a JSON string),
+#: or an awaitable of it (``async def``), awaited when the turn streams.
+RouteResponder = Callable[[str, RouteContext], str | Awaitable[str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +99,9 @@ class Route:
         event: The statechart event the route fires.
         match: Whether the route answers an input.
         response: The reply (at most 65,536 UTF-16 units); called with the input and a
-            :class:`RouteContext`.
+            :class:`RouteContext`. It may be an ``async`` function (to look something up):
+            it is awaited when the turn streams, stopping the turn cancels it, and the
+            conversation moves only once it has answered; a replay reuses the recorded reply.
         states: The states the route is restricted to, or ``None`` for any state whose ``on``
             has ``event``.
         trace_kind: The kind of the route's traces.

@@ -18,6 +18,7 @@ snapshot is restored and when a request's history is rebuilt, so both paths agre
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Final
 
@@ -29,7 +30,7 @@ from agentskit_chat.runtime._sources import TextReplySource
 
 from ._compile import CompiledConversation
 from ._definition import ConversationTrace, Route, RouteContext
-from ._sources import Flush, RouteErrorSource, SavingSource
+from ._sources import AwaitedRouteSource, Flush, RouteErrorSource, SavingSource
 
 __all__ = [
     "MAX_DECISIONS",
@@ -205,6 +206,20 @@ class Dispatcher:
             content = route.response(text, context)
         except Exception:
             return self._error()
+        if inspect.isawaitable(content):
+            # An async response runs inside the turn's stream, so stopping the turn cancels it;
+            # the conversation changes only once it has answered.
+            return AwaitedRouteSource(
+                content,
+                lambda value: self._finish(route, user, text, state, value),
+                self._error,
+            )
+        return self._finish(route, user, text, state, content)
+
+    def _finish(
+        self, route: Route, user: ChatMessage | None, text: str, state: str, content: object
+    ) -> ChatSource:
+        """Take the route's transition and record its decision, or fail the route."""
         if not isinstance(content, str) or utf16_len(content) > MAX_REPLY_UNITS:
             return self._error()
         target = self._compiled.statechart.transition(state, route.event)

@@ -15,6 +15,7 @@ a source.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Final
 
@@ -22,6 +23,7 @@ from agentskit_chat.runtime import ChatSource, StreamChunk
 
 __all__ = [
     "ROUTE_FAILED_MESSAGE",
+    "AwaitedRouteSource",
     "RouteErrorSource",
     "SavingSource",
 ]
@@ -86,3 +88,51 @@ class SavingSource:
                 await close()
         if not flushed:
             await self._flush()
+
+
+class AwaitedRouteSource:
+    """A route whose response is awaitable: awaited when the turn streams, then answered.
+
+    ``finish`` takes the awaited value and returns the route's reply source (or its error
+    source); ``fail`` gives the route error source when the awaitable raises. A source aborted
+    before or while it waits changes nothing: an unstarted coroutine is closed, a started one is
+    cancelled with the stream, and its value, if it still arrives, is dropped.
+    """
+
+    __slots__ = ("_aborted", "_awaitable", "_fail", "_finish", "_started")
+
+    def __init__(
+        self,
+        awaitable: Awaitable[object],
+        finish: Callable[[object], ChatSource],
+        fail: Callable[[], ChatSource],
+    ) -> None:
+        self._awaitable = awaitable
+        self._finish = finish
+        self._fail = fail
+        self._aborted = False
+        self._started = False
+
+    def abort(self) -> None:
+        """Drop the response: nothing is recorded, an unstarted coroutine is closed."""
+        self._aborted = True
+        if not self._started and inspect.iscoroutine(self._awaitable):
+            self._awaitable.close()
+
+    async def stream(self) -> AsyncIterator[StreamChunk]:
+        """The route's reply (or its one ``error`` chunk) once the response has answered."""
+        if self._aborted:
+            return
+        self._started = True
+        try:
+            value = await self._awaitable
+        except Exception:
+            if self._aborted:
+                return
+            source = self._fail()
+        else:
+            if self._aborted:
+                return
+            source = self._finish(value)
+        async for chunk in source.stream():
+            yield chunk
