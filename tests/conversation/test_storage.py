@@ -1,21 +1,32 @@
-"""One CAS session storage contract, run against the memory and SQLite storages."""
+"""One CAS session storage contract, run against every session storage backend.
+
+PostgreSQL and Redis are real servers on loopback (``scripts/test-services.sh``); each run uses
+its own table and key prefix and removes them afterwards.
+"""
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+import uuid
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
+import psycopg
 import pytest
+import redis.asyncio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentskit_chat.conversation import InMemorySessionStorage, SessionStorage
 from agentskit_chat.errors import StorageError
 from agentskit_chat.protocol import SessionSnapshot, decode_session_snapshot
-from agentskit_chat.storage import SQLiteSessionStorage
+from agentskit_chat.storage import (
+    PostgresSessionStorage,
+    RedisSessionStorage,
+    SQLiteSessionStorage,
+)
 from tests._loop import no_blocking
 
 pytestmark = pytest.mark.anyio
@@ -28,14 +39,37 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def make(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
+@pytest.fixture(params=["memory", "postgres", "redis", "sqlite"])
+async def make(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Factory]:
     """Builds storages over one shared backing store (like several workers)."""
+    built: list[Any] = []
+
+    def keep(storage: Any) -> Any:
+        built.append(storage)
+        return storage
+
     if request.param == "memory":
         data: dict[str, str] = {}
-        return lambda: InMemorySessionStorage(data)
-    path = tmp_path / "sessions.db"
-    return lambda: SQLiteSessionStorage(path)
+        yield lambda: InMemorySessionStorage(data)
+    elif request.param == "sqlite":
+        path = tmp_path / "sessions.db"
+        yield lambda: keep(SQLiteSessionStorage(path))
+    elif request.param == "postgres":
+        url: str = request.getfixturevalue("postgres_url")
+        table = f"sessions_test_{uuid.uuid4().hex}"
+        yield lambda: keep(PostgresSessionStorage(url, table=table, max_size=4))
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as connection:
+            await connection.execute(f"DROP TABLE IF EXISTS {table}")
+    else:
+        redis_url: str = request.getfixturevalue("redis_url")
+        prefix = f"agentskit-test:{uuid.uuid4().hex}:"
+        yield lambda: keep(RedisSessionStorage(redis_url, prefix=prefix))
+        async with redis.asyncio.Redis.from_url(redis_url) as client:
+            names = [name async for name in client.scan_iter(match=prefix + "*")]
+            if names:
+                await client.delete(*names)
+    for storage in built:
+        await storage.aclose()
 
 
 def snapshot(cursor: int, session_id: str = "session-1", state: str = "idle") -> SessionSnapshot:
@@ -215,6 +249,47 @@ async def test_a_memory_storage_holding_garbage_fails_updates() -> None:
     assert await storage.save(snapshot(2), None) is False
 
 
-def test_both_storages_satisfy_the_port(tmp_path: Path) -> None:
-    assert isinstance(InMemorySessionStorage(), SessionStorage)
-    assert isinstance(SQLiteSessionStorage(tmp_path / "x.db"), SessionStorage)
+async def test_every_storage_satisfies_the_port(make: Factory) -> None:
+    assert isinstance(make(), SessionStorage)
+
+
+async def test_a_redis_key_holding_something_else_is_a_storage_error(redis_url: str) -> None:
+    prefix = f"agentskit-test:{uuid.uuid4().hex}:"
+    async with redis.asyncio.Redis.from_url(redis_url) as client:
+        await client.set(prefix + "session-1", "not a hash")
+        await client.hset(prefix + "session-2", mapping={"snapshot": "{}"})
+        try:
+            async with RedisSessionStorage(redis_url, prefix=prefix) as storage:
+                for session_id in ("session-1", "session-2"):
+                    with pytest.raises(StorageError) as caught:
+                        await storage.load(session_id)
+                    assert caught.value.retryable is False
+                    with pytest.raises(StorageError):
+                        await storage.save(snapshot(2, session_id), 1)
+        finally:
+            await client.delete(prefix + "session-1", prefix + "session-2")
+
+
+async def test_redis_sessions_expire_after_their_ttl(redis_url: str) -> None:
+    prefix = f"agentskit-test:{uuid.uuid4().hex}:"
+    async with RedisSessionStorage(redis_url, prefix=prefix, ttl_seconds=0.2) as storage:
+        assert await storage.save(snapshot(1), None) is True
+        assert await loaded(storage) == snapshot(1)
+        await anyio.sleep(0.4)
+        assert await storage.load("session-1") is None
+
+
+@pytest.mark.parametrize("backend", ["postgres", "redis"])
+async def test_an_unreachable_server_is_a_retryable_storage_error(backend: str) -> None:
+    storage: Any = (
+        PostgresSessionStorage("postgresql://nobody@127.0.0.1:1/none", timeout=0.5)
+        if backend == "postgres"
+        else RedisSessionStorage("redis://127.0.0.1:1/0", connect_timeout=0.5)
+    )
+    with pytest.raises(StorageError) as caught:
+        await storage.load("session-1")
+    assert caught.value.retryable is True
+    await storage.aclose()
+    with pytest.raises(StorageError) as closed:
+        await storage.load("session-1")
+    assert closed.value.retryable is False

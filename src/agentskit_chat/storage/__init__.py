@@ -7,8 +7,9 @@ when such a store is built. :func:`open_ask_session_store` picks one from a URL.
 
 :class:`SQLiteChatMemory` keeps a chat conversation's messages (the
 :class:`~agentskit_chat.runtime.ChatMemory` port) in a SQLite file.
-:class:`SQLiteSessionStorage` keeps chat session snapshots (the
-:class:`~agentskit_chat.conversation.SessionStorage` port) in a SQLite file.
+:class:`SQLiteSessionStorage`, :class:`PostgresSessionStorage` and :class:`RedisSessionStorage`
+keep chat session snapshots (the :class:`~agentskit_chat.conversation.SessionStorage` port,
+compare-and-set on the cursor) in a SQLite file, a PostgreSQL table or Redis hashes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from ._keys import check_session_key, parse_storage_key, storage_key
 from ._memory import MemoryAskSessionStore
 from ._open import AnyAskSessionStore, open_ask_session_store
 from ._postgres import PostgresAskSessionStore
+from ._postgres_session import PostgresSessionStorage
 from ._redis import RedisAskSessionStore
+from ._redis_session import RedisSessionStorage
 from ._sqlite import SQLiteAskSessionStore
 from ._sqlite_memory import SQLiteChatMemory
 from ._sqlite_session import SQLiteSessionStorage
@@ -26,7 +29,9 @@ __all__ = [
     "AnyAskSessionStore",
     "MemoryAskSessionStore",
     "PostgresAskSessionStore",
+    "PostgresSessionStorage",
     "RedisAskSessionStore",
+    "RedisSessionStorage",
     "SQLiteAskSessionStore",
     "SQLiteChatMemory",
     "SQLiteSessionStorage",

@@ -1,0 +1,181 @@
+"""Chat session snapshots in Redis: :class:`SessionStorage` for many workers sharing one Redis.
+
+Each session is one hash with two fields, ``cursor`` (decimal text) and ``snapshot`` (the
+compact JSON). The compare-and-set is a Lua script, one atomic step and one round trip: read
+the cursor, compare it with the expected one (or require no key), write both fields and
+refresh the time to live. One key per call, so Redis Cluster works.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from types import TracebackType
+from typing import TYPE_CHECKING, Final, TypeVar
+
+from agentskit_chat._drivers import redis_client
+from agentskit_chat.conversation._storage import check_snapshot_save
+from agentskit_chat.errors import StorageError
+from agentskit_chat.protocol import SessionSnapshot
+
+from ._codec import closed_error, failed_error, invalid_error, unavailable_error
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+__all__ = ["DEFAULT_SESSION_PREFIX", "RedisSessionStorage"]
+
+T = TypeVar("T")
+
+_BACKEND: Final = "Redis"
+#: The key prefix a storage uses unless told otherwise.
+DEFAULT_SESSION_PREFIX: Final = "agentskit:session:"
+
+# KEYS[1] the session hash; ARGV: expected cursor ("" = create only), new cursor, snapshot,
+# TTL in ms ("" = none). Returns 1 saved, 0 conflict, -1 a hash without a cursor (corrupt).
+_CAS: Final = """
+local current = redis.call('HGET', KEYS[1], 'cursor')
+if not current and redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+if ARGV[1] == '' then
+  if current then return 0 end
+elseif current ~= ARGV[1] then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'cursor', ARGV[2], 'snapshot', ARGV[3])
+if ARGV[4] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+return 1
+"""
+
+
+def _translate(exc: Exception) -> StorageError | None:
+    from redis import exceptions  # noqa: PLC0415
+
+    if isinstance(exc, exceptions.ConnectionError | exceptions.TimeoutError):
+        return unavailable_error(_BACKEND)
+    if isinstance(exc, exceptions.ResponseError) and str(exc).startswith("WRONGTYPE"):
+        return invalid_error(_BACKEND)
+    if isinstance(exc, exceptions.RedisError):
+        return failed_error(_BACKEND)
+    return None
+
+
+class RedisSessionStorage:
+    """Chat session snapshots in Redis hashes, with an optional time to live.
+
+    Built from a URL, the storage owns its client and closes it in :meth:`aclose`; built from a
+    ``redis.asyncio.Redis`` client, it borrows it. A session's key is ``prefix`` + its id.
+
+    Args:
+        url_or_client: A Redis URL (``redis://``, ``rediss://``, ``unix://``) or a client.
+        prefix: Prepended to every key, to share a Redis with other data.
+        ttl_seconds: When set, a session is forgotten this long after its last save (the
+            retention of idle sessions).
+        connect_timeout: Seconds an owned client waits to connect (or for a free connection).
+        max_connections: The size of an owned client's waiting connection pool.
+
+    Raises:
+        ImportError: the ``redis`` extra is not installed.
+        TypeError: ``url_or_client`` is neither a string nor a ``redis.asyncio.Redis``.
+        ValueError: ``ttl_seconds`` is not positive.
+
+    Example:
+        >>> storage = RedisSessionStorage("redis://127.0.0.1:6379/0", ttl_seconds=30 * 86400)
+        ... # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        url_or_client: str | Redis,
+        *,
+        prefix: str = DEFAULT_SESSION_PREFIX,
+        ttl_seconds: float | None = None,
+        connect_timeout: float = 10.0,
+        max_connections: int = 32,
+    ) -> None:
+        if not isinstance(prefix, str):
+            raise TypeError("prefix must be a str")
+        if ttl_seconds is not None and not ttl_seconds > 0:
+            raise ValueError("ttl_seconds must be positive")
+        self._client, self._owns_client = redis_client(
+            url_or_client,
+            user="RedisSessionStorage",
+            max_connections=max_connections,
+            connect_timeout=connect_timeout,
+        )
+        self._prefix = prefix
+        self._ttl_ms = "" if ttl_seconds is None else str(max(1, round(ttl_seconds * 1000)))
+        self._cas = self._client.register_script(_CAS)
+        self._closed = False
+
+    async def _call(self, work: Awaitable[T]) -> T:
+        try:
+            return await work
+        except Exception as exc:
+            error = _translate(exc)
+            if error is None:
+                raise
+            raise error from None
+
+    async def load(self, session_id: str) -> str | None:
+        """The stored snapshot's JSON text, or ``None``.
+
+        Raises:
+            StorageError: the key holds something else or a hash without a snapshot (not
+                retryable), the server is unreachable (retryable), or the storage is closed.
+        """
+        if self._closed:
+            closed_error(_BACKEND)
+        cursor, text = await self._call(
+            self._client.hmget(self._prefix + session_id, ["cursor", "snapshot"])
+        )
+        if cursor is None and text is None:
+            return None
+        if cursor is None or text is None:
+            raise invalid_error(_BACKEND)
+        return text.decode() if isinstance(text, bytes) else str(text)
+
+    async def save(self, snapshot: SessionSnapshot, expected_cursor: int | None) -> bool:
+        """Store ``snapshot`` iff the stored cursor equals ``expected_cursor`` (``None``: only
+        if nothing is stored); ``False`` on conflict.
+
+        Raises:
+            StorageError: the key holds something else (not retryable), the server is
+                unreachable (retryable), or the storage is closed.
+        """
+        text = check_snapshot_save(snapshot, expected_cursor)
+        if self._closed:
+            closed_error(_BACKEND)
+        expected = "" if expected_cursor is None else str(expected_cursor)
+        args = [expected, str(snapshot.cursor), text, self._ttl_ms]
+        outcome = await self._call(self._cas(keys=[self._prefix + snapshot.session_id], args=args))
+        if outcome == -1:
+            raise invalid_error(_BACKEND)
+        return bool(outcome == 1)
+
+    async def delete(self, session_id: str) -> None:
+        """Forget the session's snapshot (nothing happens when there is none)."""
+        if self._closed:
+            closed_error(_BACKEND)
+        await self._call(self._client.delete(self._prefix + session_id))
+
+    async def aclose(self) -> None:
+        """Stop using the client, and close it if this storage created it. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> RedisSessionStorage:
+        """Check the server now (``PING``), so a bad configuration fails at startup."""
+        if self._closed:
+            closed_error(_BACKEND)
+        await self._call(self._client.ping())
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
