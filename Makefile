@@ -41,6 +41,7 @@ bench: install
 	$(VENV)/bin/python bench/ask.py
 	$(VENV)/bin/python bench/ask_quality.py
 	$(VENV)/bin/python bench/chat.py
+	$(VENV)/bin/python bench/storage.py
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .mypy_cache .ruff_cache .pytest_cache

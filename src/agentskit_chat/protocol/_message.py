@@ -41,6 +41,7 @@ __all__ = [
     "MessageVideoPart",
     "ToolCall",
     "is_within_message_limits",
+    "message_record_nodes",
     "validate_message_records",
 ]
 
@@ -97,6 +98,20 @@ def _fits(value: Any, depth: int, walk: _Walk) -> bool:
         return True
     finally:
         walk.seen.discard(id(value))
+
+
+def message_record_nodes(record: object) -> int | None:
+    """How many nodes one message record counts toward :data:`MESSAGE_MAX_NODES`, as an element
+    of the memory record's ``messages`` (at depth 2); ``None`` when it breaks a limit on its
+    own. A ``messages`` array is within the limits when every record fits, the array has at most
+    :data:`MESSAGE_MAX_CONTAINER_SIZE` records and their nodes total at most
+    ``MESSAGE_MAX_NODES - 3`` (the wrapper, its version and the array). Never raises.
+    """
+    walk = _Walk()
+    try:
+        return walk.nodes if _fits(record, 2, walk) else None
+    except Exception:
+        return None
 
 
 def is_within_message_limits(messages: object) -> bool:

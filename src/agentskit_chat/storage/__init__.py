@@ -5,8 +5,9 @@ Four backends satisfy :class:`~agentskit_chat.service.AskSessionStore` with the 
 PostgreSQL (extra ``postgres``) and Redis (extra ``redis``). Their drivers are imported only
 when such a store is built. :func:`open_ask_session_store` picks one from a URL.
 
-:class:`SQLiteChatMemory` keeps a chat conversation's messages (the
-:class:`~agentskit_chat.runtime.ChatMemory` port) in a SQLite file.
+:class:`SQLiteChatMemory`, :class:`PostgresChatMemory` and :class:`RedisChatMemory` keep a chat
+conversation's messages (the :class:`~agentskit_chat.runtime.ChatMemory` port), writing only
+what changed since the memory last loaded or saved.
 :class:`SQLiteSessionStorage`, :class:`PostgresSessionStorage` and :class:`RedisSessionStorage`
 keep chat session snapshots (the :class:`~agentskit_chat.conversation.SessionStorage` port,
 compare-and-set on the cursor) in a SQLite file, a PostgreSQL table or Redis hashes.
@@ -18,8 +19,10 @@ from ._keys import check_session_key, parse_storage_key, storage_key
 from ._memory import MemoryAskSessionStore
 from ._open import AnyAskSessionStore, open_ask_session_store
 from ._postgres import PostgresAskSessionStore
+from ._postgres_memory import PostgresChatMemory
 from ._postgres_session import PostgresSessionStorage
 from ._redis import RedisAskSessionStore
+from ._redis_memory import RedisChatMemory
 from ._redis_session import RedisSessionStorage
 from ._sqlite import SQLiteAskSessionStore
 from ._sqlite_memory import SQLiteChatMemory
@@ -29,8 +32,10 @@ __all__ = [
     "AnyAskSessionStore",
     "MemoryAskSessionStore",
     "PostgresAskSessionStore",
+    "PostgresChatMemory",
     "PostgresSessionStorage",
     "RedisAskSessionStore",
+    "RedisChatMemory",
     "RedisSessionStorage",
     "SQLiteAskSessionStore",
     "SQLiteChatMemory",

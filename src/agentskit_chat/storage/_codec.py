@@ -64,23 +64,25 @@ def decode_record(
     return record
 
 
-def invalid_error(backend: str) -> StorageError:
-    """The error for a stored value that is not a valid Ask session record."""
-    return StorageError(
-        f"The {backend} Ask session store holds an invalid record.", retryable=False
-    )
+#: What the errors call an Ask session store; the chat stores pass their own name.
+ASK_STORE = "Ask session store"
 
 
-def unavailable_error(backend: str) -> StorageError:
+def invalid_error(backend: str, store: str = ASK_STORE) -> StorageError:
+    """The error for a stored value that is not a valid record."""
+    return StorageError(f"The {backend} {store} holds an invalid record.", retryable=False)
+
+
+def unavailable_error(backend: str, store: str = ASK_STORE) -> StorageError:
     """The error for a transient failure (unreachable server, lock timeout)."""
-    return StorageError(f"The {backend} Ask session store is unavailable.", retryable=True)
+    return StorageError(f"The {backend} {store} is unavailable.", retryable=True)
 
 
-def failed_error(backend: str) -> StorageError:
+def failed_error(backend: str, store: str = ASK_STORE) -> StorageError:
     """The error for a failure that a retry will not fix (permissions, schema)."""
-    return StorageError(f"The {backend} Ask session store failed.", retryable=False)
+    return StorageError(f"The {backend} {store} failed.", retryable=False)
 
 
-def closed_error(backend: str) -> NoReturn:
+def closed_error(backend: str, store: str = ASK_STORE) -> NoReturn:
     """Raise the error for a store used after ``aclose``."""
-    raise StorageError(f"The {backend} Ask session store is closed.", retryable=False)
+    raise StorageError(f"The {backend} {store} is closed.", retryable=False)

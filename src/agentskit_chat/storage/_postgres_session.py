@@ -91,6 +91,7 @@ class PostgresSessionStorage:
         self._delete = sql.SQL(_DELETE).format(table=identifier)
         self._table = PostgresTable(
             url_or_pool,
+            store="session storage",
             user="PostgresSessionStorage",
             create=(sql.SQL(_CREATE).format(table=identifier),),
             create_table=create_table,

@@ -8,6 +8,7 @@ server is unreachable or the pool timed out, not retryable otherwise.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -34,6 +35,7 @@ class PostgresTable:
     Args:
         url_or_pool: A libpq URL or an open ``psycopg_pool.AsyncConnectionPool``.
         user: The store's class name, for the missing-extra error.
+        store: What the store's errors call it (``session storage``, ``chat memory``).
         create: The statements that create the table (and its indexes) if missing.
         create_table: Whether to run ``create`` on first use.
         min_size: Connections an owned pool keeps open.
@@ -50,6 +52,7 @@ class PostgresTable:
         url_or_pool: str | AsyncConnectionPool[Any],
         *,
         user: str,
+        store: str,
         create: tuple[Composable, ...],
         create_table: bool,
         min_size: int,
@@ -59,6 +62,7 @@ class PostgresTable:
         self._pool, self._owns_pool = postgres_pool(
             url_or_pool, user=user, min_size=min_size, max_size=max_size, timeout=timeout
         )
+        self._store = store
         self._create = create if create_table else ()
         self._ready = False
         self._ready_lock = anyio.Lock()
@@ -66,7 +70,7 @@ class PostgresTable:
 
     async def _ensure_ready(self) -> None:
         if self._closed:
-            closed_error(_BACKEND)
+            closed_error(_BACKEND, self._store)
         if self._ready:
             return
         async with self._ready_lock:
@@ -82,13 +86,14 @@ class PostgresTable:
     async def _create_if_missing(self) -> None:
         from psycopg import errors  # noqa: PLC0415
 
-        try:
-            async with self._pool.connection() as connection:
-                for statement in self._create:
+        async with self._pool.connection() as connection:
+            for statement in self._create:
+                # Another worker may create it at the same moment (a known race of IF NOT
+                # EXISTS): it exists then, so go on with the next statement.
+                with contextlib.suppress(
+                    errors.UniqueViolation, errors.DuplicateTable, errors.DuplicateObject
+                ):
                     await connection.execute(statement)
-        except (errors.UniqueViolation, errors.DuplicateTable, errors.DuplicateObject):
-            # Another worker created it at the same moment (a known race of IF NOT EXISTS).
-            pass
 
     async def call(self, work: Callable[[AsyncConnection[Any]], Awaitable[T]]) -> T:
         """Run ``work`` on a pooled connection (autocommit unless it opens a transaction).
@@ -104,9 +109,9 @@ class PostgresTable:
             async with self._pool.connection() as connection:
                 return await work(connection)
         except psycopg.OperationalError:
-            raise unavailable_error(_BACKEND) from None
+            raise unavailable_error(_BACKEND, self._store) from None
         except psycopg.Error:
-            raise failed_error(_BACKEND) from None
+            raise failed_error(_BACKEND, self._store) from None
 
     async def open(self) -> None:
         """Open the pool and create the table now, so a bad configuration fails at startup."""

@@ -27,6 +27,7 @@ __all__ = ["DEFAULT_SESSION_PREFIX", "RedisSessionStorage"]
 T = TypeVar("T")
 
 _BACKEND: Final = "Redis"
+_STORE: Final = "session storage"
 #: The key prefix a storage uses unless told otherwise.
 DEFAULT_SESSION_PREFIX: Final = "agentskit:session:"
 
@@ -50,11 +51,11 @@ def _translate(exc: Exception) -> StorageError | None:
     from redis import exceptions  # noqa: PLC0415
 
     if isinstance(exc, exceptions.ConnectionError | exceptions.TimeoutError):
-        return unavailable_error(_BACKEND)
+        return unavailable_error(_BACKEND, _STORE)
     if isinstance(exc, exceptions.ResponseError) and str(exc).startswith("WRONGTYPE"):
-        return invalid_error(_BACKEND)
+        return invalid_error(_BACKEND, _STORE)
     if isinstance(exc, exceptions.RedisError):
-        return failed_error(_BACKEND)
+        return failed_error(_BACKEND, _STORE)
     return None
 
 
@@ -123,14 +124,14 @@ class RedisSessionStorage:
                 retryable), the server is unreachable (retryable), or the storage is closed.
         """
         if self._closed:
-            closed_error(_BACKEND)
+            closed_error(_BACKEND, _STORE)
         cursor, text = await self._call(
             self._client.hmget(self._prefix + session_id, ["cursor", "snapshot"])
         )
         if cursor is None and text is None:
             return None
         if cursor is None or text is None:
-            raise invalid_error(_BACKEND)
+            raise invalid_error(_BACKEND, _STORE)
         return text.decode() if isinstance(text, bytes) else str(text)
 
     async def save(self, snapshot: SessionSnapshot, expected_cursor: int | None) -> bool:
@@ -143,18 +144,18 @@ class RedisSessionStorage:
         """
         text = check_snapshot_save(snapshot, expected_cursor)
         if self._closed:
-            closed_error(_BACKEND)
+            closed_error(_BACKEND, _STORE)
         expected = "" if expected_cursor is None else str(expected_cursor)
         args = [expected, str(snapshot.cursor), text, self._ttl_ms]
         outcome = await self._call(self._cas(keys=[self._prefix + snapshot.session_id], args=args))
         if outcome == -1:
-            raise invalid_error(_BACKEND)
+            raise invalid_error(_BACKEND, _STORE)
         return bool(outcome == 1)
 
     async def delete(self, session_id: str) -> None:
         """Forget the session's snapshot (nothing happens when there is none)."""
         if self._closed:
-            closed_error(_BACKEND)
+            closed_error(_BACKEND, _STORE)
         await self._call(self._client.delete(self._prefix + session_id))
 
     async def aclose(self) -> None:
@@ -168,7 +169,7 @@ class RedisSessionStorage:
     async def __aenter__(self) -> RedisSessionStorage:
         """Check the server now (``PING``), so a bad configuration fails at startup."""
         if self._closed:
-            closed_error(_BACKEND)
+            closed_error(_BACKEND, _STORE)
         await self._call(self._client.ping())
         return self
 

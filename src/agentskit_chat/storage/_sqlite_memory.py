@@ -1,41 +1,38 @@
 """Chat memory in a SQLite file: the embedded default of the ``ChatMemory`` port.
 
 One row per message, keyed by conversation and position, holding the message's wire record as
-compact JSON. ``save`` replaces a conversation's rows in one ``BEGIN IMMEDIATE`` transaction,
-so a reader (or a second writer) sees the previous version or the new one, never a mix.
+compact JSON, and one header row per conversation (its row count and generation). A save
+writes only the messages that changed since this memory last loaded or saved, in one
+``BEGIN IMMEDIATE`` transaction, or the whole conversation when another writer saved in
+between (:mod:`._memory_rows`), so a reader (or a second writer) sees the previous version or
+the new one, never a mix, and a save's cost does not grow with the conversation.
 
-The stdlib ``sqlite3`` driver blocks, so every call, encoding and decoding included, runs in a
-worker thread through anyio. A call is never abandoned when cancelled: the thread finishes (or
-rolls back) its transaction and the cancellation is delivered right after, which is what makes
-a cancelled ``save`` leave one whole version.
+The stdlib ``sqlite3`` driver blocks, so every call runs in a worker thread through anyio. A
+call is never abandoned when cancelled: the thread finishes (or rolls back) its transaction and
+the cancellation is delivered right after, which is what makes a cancelled ``save`` leave one
+whole version.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import time
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
-import orjson
-
-from agentskit_chat.errors import ProtocolError, StorageError
-from agentskit_chat.protocol import validate_message_records
-from agentskit_chat.protocol._json import js_stringify
 from agentskit_chat.runtime import ChatMessage
 
+from ._memory_rows import Row, RowCache, SavePlan, decode_rows
 from ._sqlite import check_table_name
 from ._sqlite_file import SQLiteFile, SQLiteFileOwner, immediate_transaction
 
 __all__ = ["DEFAULT_MEMORY_TABLE", "SQLiteChatMemory"]
 
-#: The table a memory uses unless told otherwise.
+#: The table a memory uses unless told otherwise (its headers are in ``<table>_heads``).
 DEFAULT_MEMORY_TABLE: Final = "agentskit_chat_messages"
 
-_INVALID: Final = "The SQLite chat memory holds invalid messages."
-_TOO_LARGE: Final = "The messages exceed the limits of a memory record."
+_BACKEND: Final = "SQLite"
 
 
 def _encode(messages: Sequence[ChatMessage]) -> list[str]:
@@ -45,30 +42,7 @@ def _encode(messages: Sequence[ChatMessage]) -> list[str]:
         ProtocolError: ``AK_CONFIG_INVALID`` when a message is not a valid record or the
             conversation exceeds the memory record's structural limits.
     """
-    wire = [message.to_wire() for message in messages]
-    if validate_message_records(wire) is None:
-        raise ProtocolError("AK_CONFIG_INVALID", _TOO_LARGE)
-    return [_dumps(record) for record in wire]
-
-
-def _dumps(record: dict[str, Any]) -> str:
-    try:
-        return orjson.dumps(record).decode()
-    except orjson.JSONEncodeError:
-        # A lone surrogate (valid in a record, as in JavaScript) is written as a \u escape.
-        return js_stringify(record)
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError("not JSON")
-
-
-def _loads(row: str) -> Any:
-    try:
-        return orjson.loads(row)
-    except orjson.JSONDecodeError:
-        # orjson refuses escaped lone surrogates; the standard parser keeps them.
-        return json.loads(row, parse_constant=_reject_constant)
+    return RowCache().plan(messages).texts
 
 
 def _decode(rows: Sequence[str]) -> tuple[ChatMessage, ...]:
@@ -77,17 +51,7 @@ def _decode(rows: Sequence[str]) -> tuple[ChatMessage, ...]:
     Raises:
         StorageError: a row is not JSON, or the rows are not valid message records.
     """
-    try:
-        wire = [_loads(row) for row in rows]
-    except (ValueError, RecursionError):
-        raise StorageError(_INVALID, retryable=False) from None
-    records = validate_message_records(wire)
-    if records is None:
-        raise StorageError(_INVALID, retryable=False)
-    try:
-        return tuple(ChatMessage.from_record(record) for record in records)
-    except ProtocolError:
-        raise StorageError(_INVALID, retryable=False) from None
+    return tuple(row.message for row in decode_rows(rows, _BACKEND))
 
 
 class SQLiteChatMemory(SQLiteFileOwner):
@@ -126,6 +90,8 @@ class SQLiteChatMemory(SQLiteFileOwner):
             raise ValueError("conversation_id must be a non-empty string")
         self._conversation_id = conversation_id
         self._table = check_table_name(table)
+        self._heads = check_table_name(f"{self._table}_heads")
+        self._cache = RowCache()
         self._file = SQLiteFile(
             path,
             name="SQLite chat memory",
@@ -137,6 +103,11 @@ class SQLiteChatMemory(SQLiteFileOwner):
                 " record TEXT NOT NULL,"
                 " updated_at REAL NOT NULL,"
                 " PRIMARY KEY (conversation_id, position))",
+                f"CREATE TABLE IF NOT EXISTS {self._heads} ("
+                " conversation_id TEXT PRIMARY KEY NOT NULL,"
+                " generation TEXT NOT NULL,"
+                " count INTEGER NOT NULL,"
+                " updated_at REAL NOT NULL)",
             ),
         )
 
@@ -147,26 +118,50 @@ class SQLiteChatMemory(SQLiteFileOwner):
 
     # --- the worker-thread side -------------------------------------------------------------
 
-    def _load(self, connection: sqlite3.Connection) -> tuple[ChatMessage, ...]:
-        rows = connection.execute(
-            f"SELECT record FROM {self._table} WHERE conversation_id = ? ORDER BY position",
+    def _load(self, connection: sqlite3.Connection) -> tuple[tuple[Row, ...], str | None]:
+        head = connection.execute(
+            f"SELECT generation, count FROM {self._heads} WHERE conversation_id = ?",
             (self._conversation_id,),
-        ).fetchall()
-        if not all(type(row[0]) is str for row in rows):
-            raise StorageError(_INVALID, retryable=False)
-        return _decode([row[0] for row in rows])
-
-    def _save(self, messages: Sequence[ChatMessage], connection: sqlite3.Connection) -> None:
-        rows = _encode(messages)
-        now = time.time()
-        with immediate_transaction(connection):
-            connection.execute(
-                f"DELETE FROM {self._table} WHERE conversation_id = ?", (self._conversation_id,)
+        ).fetchone()
+        texts = [
+            row[0]
+            for row in connection.execute(
+                f"SELECT record FROM {self._table} WHERE conversation_id = ? ORDER BY position",
+                (self._conversation_id,),
             )
+        ]
+        rows = decode_rows(texts, _BACKEND)
+        # A file written before headers existed, or a header that disagrees with the rows:
+        # the next save rewrites the conversation whole.
+        generation = str(head[0]) if head is not None and head[1] == len(rows) else None
+        return rows, generation
+
+    def _save(self, plan: SavePlan, connection: sqlite3.Connection) -> None:
+        now = time.time()
+        cid = self._conversation_id
+        with immediate_transaction(connection):
+            head = connection.execute(
+                f"SELECT generation FROM {self._heads} WHERE conversation_id = ?", (cid,)
+            ).fetchone()
+            if head is not None and plan.continues(head[0]):
+                written = [(cid, p, plan.rows[p].text, now) for p in plan.changed]
+                if len(plan.rows) < plan.known_length:
+                    connection.execute(
+                        f"DELETE FROM {self._table} WHERE conversation_id = ? AND position >= ?",
+                        (cid, len(plan.rows)),
+                    )
+            else:
+                connection.execute(f"DELETE FROM {self._table} WHERE conversation_id = ?", (cid,))
+                written = [(cid, p, text, now) for p, text in enumerate(plan.texts)]
             connection.executemany(
-                f"INSERT INTO {self._table} (conversation_id, position, record, updated_at)"
-                " VALUES (?, ?, ?, ?)",
-                [(self._conversation_id, index, row, now) for index, row in enumerate(rows)],
+                f"INSERT OR REPLACE INTO {self._table}"
+                " (conversation_id, position, record, updated_at) VALUES (?, ?, ?, ?)",
+                written,
+            )
+            connection.execute(
+                f"INSERT OR REPLACE INTO {self._heads}"
+                " (conversation_id, generation, count, updated_at) VALUES (?, ?, ?, ?)",
+                (cid, plan.generation, len(plan.rows), now),
             )
 
     # --- the async side ---------------------------------------------------------------------
@@ -178,10 +173,13 @@ class SQLiteChatMemory(SQLiteFileOwner):
             StorageError: the stored rows are not valid message records (not retryable), the
                 database is busy or cannot be opened (retryable), or the memory is closed.
         """
-        return await self._file.run(self._load)
+        rows, generation = await self._file.run(self._load)
+        self._cache.remember(rows, generation)
+        return tuple(row.message for row in rows)
 
     async def save(self, messages: Sequence[ChatMessage]) -> None:
-        """Replace the stored messages with ``messages``, atomically.
+        """Replace the stored messages with ``messages``, atomically, writing only the
+        messages that changed since this memory last loaded or saved.
 
         Raises:
             ProtocolError: ``AK_CONFIG_INVALID`` when a message is not a valid record or the
@@ -189,5 +187,10 @@ class SQLiteChatMemory(SQLiteFileOwner):
             StorageError: the database is busy or cannot be opened (retryable), or the memory
                 is closed.
         """
-        snapshot = tuple(messages)
-        await self._file.run(lambda connection: self._save(snapshot, connection))
+        plan = self._cache.plan(tuple(messages))
+        try:
+            await self._file.run(lambda connection: self._save(plan, connection))
+        except BaseException:
+            self._cache.forget()
+            raise
+        self._cache.remember(plan.rows, plan.generation)

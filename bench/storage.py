@@ -1,0 +1,187 @@
+"""Chat memory saves over a long conversation: does a turn's save cost grow with its length?
+
+Run with ``.venv/bin/python bench/storage.py``. One conversation of 300 turns (a 200-character
+question and a 400-character answer each) is saved after every turn, as a chat does, through
+:class:`~agentskit_chat.storage.SQLiteChatMemory` (a file), and through the PostgreSQL and Redis
+memories when ``AGENTSKIT_TEST_POSTGRES_URL`` / ``AGENTSKIT_TEST_REDIS_URL`` name a server
+(``eval "$(scripts/test-services.sh)"``). For each backend it prints:
+
+- the mean save time of turns 1–10 and of turns 291–300, and their ratio (the goal is at most
+  1.5: a save writes what changed, not the conversation);
+- the floor: one raw single-row write on the same backend with its driver (SQLite
+  ``INSERT OR REPLACE`` in a transaction, PostgreSQL ``INSERT ... ON CONFLICT``, Redis
+  ``HSET``), measured in the same run, and a save at turns 291–300 as a multiple of it;
+- for SQLite, the file's size per turn.
+
+Five runs of the whole conversation; the median of each figure.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from agentskit_chat.runtime import ChatMessage
+from agentskit_chat.storage import PostgresChatMemory, RedisChatMemory, SQLiteChatMemory
+
+TURNS = 300
+RUNS = 5
+T0 = datetime(2026, 7, 13, tzinfo=UTC)
+
+
+def turn(n: int) -> tuple[ChatMessage, ChatMessage]:
+    created = T0 + timedelta(seconds=n)
+    question = (f"question {n} " + "q" * 200)[:200]
+    answer = (f"answer {n} " + "a" * 400)[:400]
+    return (
+        ChatMessage(id=f"q{n}", role="user", content=question, created_at=created),
+        ChatMessage(id=f"a{n}", role="assistant", content=answer, created_at=created),
+    )
+
+
+async def conversation(memory: Any) -> list[float]:
+    """Save after every turn; the seconds each save took."""
+    messages: list[ChatMessage] = []
+    times = []
+    for n in range(TURNS):
+        messages += turn(n)
+        started = time.perf_counter()
+        await memory.save(messages)
+        times.append(time.perf_counter() - started)
+    return times
+
+
+async def floor_writes(write: Callable[[int], Awaitable[None]], count: int = 50) -> float:
+    """The median seconds of one raw single-row write."""
+    times = []
+    for n in range(count):
+        started = time.perf_counter()
+        await write(n)
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+async def sqlite_backend(folder: Path) -> tuple[list[float], float, float]:
+    path = folder / f"chat-{uuid.uuid4().hex}.db"
+    async with SQLiteChatMemory(path, "bench") as memory:
+        times = await conversation(memory)
+    size = path.stat().st_size + sum(
+        p.stat().st_size for p in folder.glob(path.name + "-*") if p.is_file()
+    )
+    raw = sqlite3.connect(
+        folder / f"floor-{uuid.uuid4().hex}.db", isolation_level=None, check_same_thread=False
+    )
+    raw.execute("PRAGMA journal_mode=WAL")
+    raw.execute("PRAGMA synchronous=NORMAL")
+    raw.execute("CREATE TABLE rows (k INTEGER PRIMARY KEY, v TEXT)")
+    row = "x" * 600
+
+    async def write(n: int) -> None:
+        def run() -> None:
+            raw.execute("BEGIN IMMEDIATE")
+            raw.execute("INSERT OR REPLACE INTO rows VALUES (?, ?)", (n, row))
+            raw.execute("COMMIT")
+
+        await anyio.to_thread.run_sync(run)
+
+    floor = await floor_writes(write)
+    raw.close()
+    return times, floor, size / TURNS
+
+
+async def postgres_backend(url: str) -> tuple[list[float], float, float]:
+    import psycopg  # noqa: PLC0415
+
+    table = f"bench_messages_{uuid.uuid4().hex}"
+    try:
+        async with PostgresChatMemory(url, "bench", table=table) as memory:
+            times = await conversation(memory)
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as connection:
+            await connection.execute(f"CREATE TABLE {table}_floor (k int PRIMARY KEY, v text)")
+            row = "x" * 600
+
+            async def write(n: int) -> None:
+                await connection.execute(
+                    f"INSERT INTO {table}_floor VALUES (%s, %s)"
+                    " ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
+                    (n, row),
+                )
+
+            floor = await floor_writes(write)
+    finally:
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as connection:
+            await connection.execute(f"DROP TABLE IF EXISTS {table}, {table}_heads, {table}_floor")
+    return times, floor, float("nan")
+
+
+async def redis_backend(url: str) -> tuple[list[float], float, float]:
+    import redis.asyncio  # noqa: PLC0415
+
+    prefix = f"agentskit-bench:{uuid.uuid4().hex}:"
+    async with redis.asyncio.Redis.from_url(url) as client:
+        try:
+            async with RedisChatMemory(url, "bench", prefix=prefix) as memory:
+                times = await conversation(memory)
+            row = "x" * 600
+
+            async def write(n: int) -> None:
+                await client.hset(prefix + "floor", str(n), row)
+
+            floor = await floor_writes(write)
+        finally:
+            names = [name async for name in client.scan_iter(match=prefix + "*")]
+            if names:
+                await client.delete(*names)
+    return times, floor, float("nan")
+
+
+def figures(runs: list[tuple[list[float], float, float]]) -> dict[str, float]:
+    first = statistics.median(statistics.mean(times[:10]) for times, _, _ in runs)
+    last = statistics.median(statistics.mean(times[-10:]) for times, _, _ in runs)
+    floor = statistics.median(f for _, f, _ in runs)
+    size = statistics.median(s for _, _, s in runs)
+    return {"first": first, "last": last, "floor": floor, "size": size}
+
+
+async def main() -> None:
+    backends: list[tuple[str, Callable[[], Awaitable[tuple[list[float], float, float]]]]] = []
+    folder = Path(tempfile.mkdtemp(prefix="agentskit-bench-"))
+    backends.append(("SQLite", lambda: sqlite_backend(folder)))
+    postgres = os.environ.get("AGENTSKIT_TEST_POSTGRES_URL")
+    if postgres:
+        backends.append(("PostgreSQL", lambda: postgres_backend(postgres)))
+    redis_url = os.environ.get("AGENTSKIT_TEST_REDIS_URL")
+    if redis_url:
+        backends.append(("Redis", lambda: redis_backend(redis_url)))
+    print(f"chat memory: one {TURNS}-turn conversation saved after every turn, {RUNS} runs")
+    print(
+        f"{'backend':<11} {'turns 1-10':>11} {'291-300':>9} {'ratio':>6} "
+        f"{'floor':>8} {'291-300/floor':>14} {'bytes/turn':>11}"
+    )
+    for name, run in backends:
+        runs = [await run() for _ in range(RUNS)]
+        f = figures(runs)
+        size = "-" if f["size"] != f["size"] else f"{f['size']:.0f}"
+        print(
+            f"{name:<11} {f['first'] * 1000:>9.2f}ms {f['last'] * 1000:>7.2f}ms "
+            f"{f['last'] / f['first']:>5.2f}x {f['floor'] * 1000:>6.3f}ms "
+            f"{f['last'] / f['floor']:>13.1f}x {size:>11}"
+        )
+    for name in ("PostgreSQL", "Redis"):
+        if name not in {n for n, _ in backends}:
+            variable = "POSTGRES" if name == "PostgreSQL" else "REDIS"
+            print(f"{name:<11} not measured: set AGENTSKIT_TEST_{variable}_URL")
+
+
+if __name__ == "__main__":
+    anyio.run(main)
