@@ -334,3 +334,28 @@ def test_any_markdown_gives_valid_chunks(pieces: list[str]) -> None:
         assert text.lstrip("\ufeff").split("\n", 1)[0].split("\r", 1)[0].rstrip(" \t") == "---"
         return
     _assert_valid(document.chunks)
+
+
+def test_a_cut_keeps_a_lead_in_with_what_it_introduces_and_a_table_with_its_header() -> None:
+    # The filler and the lead-in fit in one text; the code block they introduce does not.
+    filler = "f" * (MAX_CHUNK_CHARS - len("\n\nInstall it with:") - 5)
+    rows = "\n".join(f"| row{i} | " + "x" * 80 + " |" for i in range(40))
+    source = (
+        f"# Page\n\n{filler}\n\nInstall it with:\n\n```sh\npip install widget\n```\n\n"
+        f"The limits:\n\n| Name | Value |\n|---|---|\n{rows}\n"
+    )
+    texts = [chunk.text for chunk in chunk_markdown(source, path="page.md").chunks]
+    assert len(texts) >= 3
+    assert all(len(text) <= MAX_CHUNK_CHARS for text in texts)
+    # The lead-in moved with its code block; no text ends on a sentence ending in ':'.
+    install = next(text for text in texts if "pip install widget" in text)
+    assert install.startswith("Install it with:\n\n```")
+    assert not any(text.rstrip().endswith(":") for text in texts)
+    # Every part of the table starts with its header and rule.
+    parts = [text for text in texts if "| row" in text]
+    assert len(parts) >= 2
+    for part in parts:
+        table = part[part.index("| Name") :] if "| Name" in part else part
+        assert table.startswith("| Name | Value |\n| --- | --- |\n| row"), part[:80]
+    body = [line for part in parts for line in part.splitlines() if line.startswith("| row")]
+    assert body == [f"| row{i} | " + "x" * 80 + " |" for i in range(40)]  # each row once

@@ -47,7 +47,7 @@ _FENCE: Final = "```"
 TITLE_SEPARATOR = " › "
 
 #: Changes whenever chunking changes, so that persistent indexes know to rebuild.
-CHUNKER_VERSION = "3"
+CHUNKER_VERSION = "4"
 
 _MAX_TITLE_UNITS = 256
 _MAX_READABLE_ID = 100
@@ -338,18 +338,46 @@ def _pieces(kind: str, text: str) -> Iterator[tuple[str, str]]:
             yield kind, _fenced(kind, line)
 
 
+def _introduces(kind: str, piece: str) -> bool:
+    """Whether a piece introduces the next one: a paragraph ending in ``:``, a table header."""
+    if kind == "para":
+        return piece.rstrip().endswith(":")
+    return kind == "row" and "\n| --- |" in piece
+
+
 def _pack(blocks: Sequence[tuple[str, str]]) -> list[str]:
-    """Consecutive blocks joined into texts of at most ``MAX_CHUNK_CHARS`` characters."""
+    """Consecutive blocks joined into texts of at most ``MAX_CHUNK_CHARS`` characters.
+
+    What introduces a block stays with it: when the block starts a new text, the paragraph
+    ending in ``:`` or the table header just before it moves there too, and a table cut in two
+    repeats its header at the top of the second part.
+    """
     texts: list[str] = []
     current = ""
     previous = ""
+    last = ""  # the previous piece
+    header = ""  # the header of the table being packed
     for kind, piece in (p for block in blocks for p in _pieces(*block)):
         tight = kind == previous and kind in ("item", "row", "code")
-        joined = f"{current}{chr(10) if tight else chr(10) * 2}{piece}" if current else piece
+        joiner = "\n" if tight else "\n\n"
+        joined = f"{current}{joiner}{piece}" if current else piece
         if len(joined) > MAX_CHUNK_CHARS:
-            texts.append(current)
-            joined = piece
-        current, previous = joined, kind
+            moved = f"{last}{joiner}{piece}"
+            repeated = f"{header}\n{piece}"
+            if _introduces(previous, last) and current != last and len(moved) <= MAX_CHUNK_CHARS:
+                texts.append(current[: -len(last)].rstrip("\n"))
+                joined = moved
+            elif tight and kind == "row" and header and len(repeated) <= MAX_CHUNK_CHARS:
+                texts.append(current)
+                joined = repeated
+            else:
+                texts.append(current)
+                joined = piece
+        if kind == "row" and _introduces(kind, piece):
+            header = piece
+        elif kind != "row":
+            header = ""
+        current, previous, last = joined, kind, piece
     if current.strip():
         texts.append(current)
     return texts
