@@ -13,18 +13,17 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
-from agentskit_chat._drivers import postgres_pool, require_extra
-from agentskit_chat.errors import StorageError
+from agentskit_chat._drivers import require_extra
 from agentskit_chat.protocol import AskSessionRecord
 from agentskit_chat.service import SessionKey
 
-from ._codec import check_save, closed_error, decode_record, failed_error, unavailable_error
+from ._codec import ASK_STORE, check_save, decode_record
 from ._keys import check_session_key
+from ._postgres_table import PostgresTable
 from ._sqlite import DEFAULT_TABLE, check_table_name
 
 if TYPE_CHECKING:
+    from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = ["PostgresAskSessionStore"]
@@ -56,17 +55,6 @@ _UPDATE = (
     "UPDATE {table} SET revision = %s, record = %s, updated_at = now()"
     " WHERE site_id = %s AND subject_id = %s AND session_id = %s AND revision = %s"
 )
-
-
-def _translate(exc: Exception) -> StorageError | None:
-    import psycopg  # noqa: PLC0415
-
-    if isinstance(exc, psycopg.OperationalError):
-        # Unreachable server, pool timeout, dropped connection, serialization failure.
-        return unavailable_error(_BACKEND)
-    if isinstance(exc, psycopg.Error):
-        return failed_error(_BACKEND)
-    return None
 
 
 class PostgresAskSessionStore:
@@ -107,50 +95,24 @@ class PostgresAskSessionStore:
         max_size: int = 10,
         timeout: float = 10.0,
     ) -> None:
+        name = check_table_name(table)
         require_extra("PostgresAskSessionStore", "postgres", "psycopg", "psycopg_pool")
         from psycopg import sql  # noqa: PLC0415
 
-        identifier = sql.Identifier(check_table_name(table))
-        self._create = sql.SQL(_CREATE).format(table=identifier)
+        identifier = sql.Identifier(name)
         self._select = sql.SQL(_SELECT).format(table=identifier)
         self._insert = sql.SQL(_INSERT).format(table=identifier)
         self._update = sql.SQL(_UPDATE).format(table=identifier)
-        self._create_table = create_table
-        self._pool, self._owns_pool = postgres_pool(
+        self._table = PostgresTable(
             url_or_pool,
             user="PostgresAskSessionStore",
+            store=ASK_STORE,
+            create=(sql.SQL(_CREATE).format(table=identifier),),
+            create_table=create_table,
             min_size=min_size,
             max_size=max_size,
             timeout=timeout,
         )
-        self._ready = False
-        self._ready_lock = anyio.Lock()
-        self._closed = False
-
-    async def _ensure_ready(self) -> None:
-        if self._closed:
-            closed_error(_BACKEND)
-        if self._ready:
-            return
-        async with self._ready_lock:
-            if self._ready:
-                return
-            if self._owns_pool:
-                # Does not wait for a connection: the first operation waits up to ``timeout``.
-                await self._pool.open(wait=False)
-            if self._create_table:
-                await self._create_if_missing()
-            self._ready = True
-
-    async def _create_if_missing(self) -> None:
-        from psycopg import errors  # noqa: PLC0415
-
-        try:
-            async with self._pool.connection() as connection:
-                await connection.execute(self._create)
-        except (errors.UniqueViolation, errors.DuplicateTable):
-            # Another worker created it at the same moment (a known race of IF NOT EXISTS).
-            pass
 
     async def load(self, key: SessionKey) -> AskSessionRecord | None:
         """The stored record of ``key``, or ``None``.
@@ -162,20 +124,13 @@ class PostgresAskSessionStore:
         check_session_key(key)
         from psycopg.rows import tuple_row  # noqa: PLC0415
 
-        try:
-            await self._ensure_ready()
-            async with (
-                self._pool.connection() as connection,
-                # Tuples whatever row factory a borrowed pool was configured with.
-                connection.cursor(row_factory=tuple_row) as cursor,
-            ):
+        async def select(connection: AsyncConnection[Any]) -> Any:
+            # Tuples whatever row factory a borrowed pool was configured with.
+            async with connection.cursor(row_factory=tuple_row) as cursor:
                 await cursor.execute(self._select, (key.site_id, key.subject_id, key.session_id))
-                row = await cursor.fetchone()
-        except Exception as exc:
-            error = _translate(exc)
-            if error is None:
-                raise
-            raise error from None
+                return await cursor.fetchone()
+
+        row = await self._table.call(select)
         if row is None:
             return None
         revision, text = row
@@ -190,39 +145,25 @@ class PostgresAskSessionStore:
         """
         text = check_save(key, record, expected_revision)
         parts = (key.site_id, key.subject_id, key.session_id)
-        try:
-            await self._ensure_ready()
-            async with self._pool.connection() as connection:
-                if expected_revision == 0:
-                    cursor = await connection.execute(self._insert, (*parts, record.revision, text))
-                else:
-                    cursor = await connection.execute(
-                        self._update, (record.revision, text, *parts, expected_revision)
-                    )
-                return bool(cursor.rowcount == 1)
-        except Exception as exc:
-            error = _translate(exc)
-            if error is None:
-                raise
-            raise error from None
+
+        async def write(connection: AsyncConnection[Any]) -> bool:
+            if expected_revision == 0:
+                cursor = await connection.execute(self._insert, (*parts, record.revision, text))
+            else:
+                cursor = await connection.execute(
+                    self._update, (record.revision, text, *parts, expected_revision)
+                )
+            return bool(cursor.rowcount == 1)
+
+        return await self._table.call(write)
 
     async def aclose(self) -> None:
         """Stop using the pool, and close it if this store opened it. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._owns_pool:
-            await self._pool.close()
+        await self._table.aclose()
 
     async def __aenter__(self) -> PostgresAskSessionStore:
         """Open the pool and create the table now, so a bad configuration fails at startup."""
-        try:
-            await self._ensure_ready()
-        except Exception as exc:
-            error = _translate(exc)
-            if error is None:
-                raise
-            raise error from None
+        await self._table.open()
         return self
 
     async def __aexit__(
