@@ -1,4 +1,4 @@
-"""Chat memory saves over a long conversation: does a turn's save cost grow with its length?
+"""Chat storage: memory saves over a long conversation, and session compare-and-set throughput.
 
 Run with ``.venv/bin/python bench/storage.py``. One conversation of 300 turns (a 200-character
 question and a 400-character answer each) is saved after every turn, as a chat does, through
@@ -13,7 +13,11 @@ memories when ``AGENTSKIT_TEST_POSTGRES_URL`` / ``AGENTSKIT_TEST_REDIS_URL`` nam
   ``HSET``), measured in the same run, and a save at turns 291–300 as a multiple of it;
 - for SQLite, the file's size per turn.
 
-Five runs of the whole conversation; the median of each figure.
+Then the session storages' compare-and-set: 500 sequential saves of a chat session snapshot,
+each at the cursor the previous one wrote, on each backend, as saves per second beside the
+same number of raw single-row writes with the backend's driver (the floor).
+
+Five runs of each; the median of each figure.
 """
 
 from __future__ import annotations
@@ -31,8 +35,16 @@ from typing import Any
 
 import anyio
 
+from agentskit_chat.protocol import SessionSnapshot
 from agentskit_chat.runtime import ChatMessage
-from agentskit_chat.storage import PostgresChatMemory, RedisChatMemory, SQLiteChatMemory
+from agentskit_chat.storage import (
+    PostgresChatMemory,
+    PostgresSessionStorage,
+    RedisChatMemory,
+    RedisSessionStorage,
+    SQLiteChatMemory,
+    SQLiteSessionStorage,
+)
 
 TURNS = 300
 RUNS = 5
@@ -145,6 +157,109 @@ async def redis_backend(url: str) -> tuple[list[float], float, float]:
     return times, floor, float("nan")
 
 
+SAVES = 500
+
+
+def snapshot(cursor: int) -> SessionSnapshot:
+    return SessionSnapshot.model_validate(
+        {
+            "protocol": "agentskit.chat.session",
+            "version": 1,
+            "session_id": "bench",
+            "definition_id": "support",
+            "definition_revision": 1,
+            "updated_at": "2026-07-11T00:00:00.000Z",
+            "cursor": cursor,
+            "conversation": {"state": "idle", "decisions": []},
+            "confirmations": [],
+        }
+    )
+
+
+async def cas_rate(storage: Any) -> float:
+    """Compare-and-set saves per second, each at the cursor the previous one wrote."""
+    snapshots = [snapshot(cursor) for cursor in range(1, SAVES + 1)]
+    started = time.perf_counter()
+    for cursor, value in enumerate(snapshots):
+        assert await storage.save(value, cursor or None)
+    return SAVES / (time.perf_counter() - started)
+
+
+async def raw_rate(write: Callable[[int], Awaitable[None]]) -> float:
+    started = time.perf_counter()
+    for n in range(SAVES):
+        await write(n)
+    return SAVES / (time.perf_counter() - started)
+
+
+async def sessions(name: str, folder: Path) -> tuple[float, float]:
+    """(CAS saves per second, raw writes per second) on one backend, one run."""
+    text = snapshot(1).to_json()
+    if name == "SQLite":
+        path = folder / f"sessions-{uuid.uuid4().hex}.db"
+        async with SQLiteSessionStorage(path) as storage:
+            ours = await cas_rate(storage)
+        raw = sqlite3.connect(
+            folder / f"raw-{uuid.uuid4().hex}.db", isolation_level=None, check_same_thread=False
+        )
+        raw.execute("PRAGMA journal_mode=WAL")
+        raw.execute("PRAGMA synchronous=NORMAL")
+        raw.execute("CREATE TABLE s (k TEXT PRIMARY KEY, c INTEGER, v TEXT)")
+
+        async def write(n: int) -> None:
+            def run() -> None:
+                raw.execute("BEGIN IMMEDIATE")
+                raw.execute("INSERT OR REPLACE INTO s VALUES ('bench', ?, ?)", (n, text))
+                raw.execute("COMMIT")
+
+            await anyio.to_thread.run_sync(run)
+
+        floor = await raw_rate(write)
+        raw.close()
+        return ours, floor
+    if name == "PostgreSQL":
+        import psycopg  # noqa: PLC0415
+
+        url = os.environ["AGENTSKIT_TEST_POSTGRES_URL"]
+        table = f"bench_sessions_{uuid.uuid4().hex}"
+        try:
+            async with PostgresSessionStorage(url, table=table) as shared:
+                ours = await cas_rate(shared)
+            async with await psycopg.AsyncConnection.connect(url, autocommit=True) as connection:
+                await connection.execute(f"CREATE TABLE {table}_raw (k text PRIMARY KEY, v text)")
+
+                async def write_pg(n: int) -> None:
+                    await connection.execute(
+                        f"INSERT INTO {table}_raw VALUES ('bench', %s)"
+                        " ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
+                        (text,),
+                    )
+
+                floor = await raw_rate(write_pg)
+        finally:
+            async with await psycopg.AsyncConnection.connect(url, autocommit=True) as connection:
+                await connection.execute(f"DROP TABLE IF EXISTS {table}, {table}_raw")
+        return ours, floor
+    import redis.asyncio  # noqa: PLC0415
+
+    url = os.environ["AGENTSKIT_TEST_REDIS_URL"]
+    prefix = f"agentskit-bench:{uuid.uuid4().hex}:"
+    async with redis.asyncio.Redis.from_url(url) as client:
+        try:
+            async with RedisSessionStorage(url, prefix=prefix) as hashes:
+                ours = await cas_rate(hashes)
+
+            async def write_redis(n: int) -> None:
+                await client.hset(prefix + "raw", "snapshot", text)
+
+            floor = await raw_rate(write_redis)
+        finally:
+            names = [name async for name in client.scan_iter(match=prefix + "*")]
+            if names:
+                await client.delete(*names)
+    return ours, floor
+
+
 def figures(runs: list[tuple[list[float], float, float]]) -> dict[str, float]:
     first = statistics.median(statistics.mean(times[:10]) for times, _, _ in runs)
     last = statistics.median(statistics.mean(times[-10:]) for times, _, _ in runs)
@@ -177,6 +292,14 @@ async def main() -> None:
             f"{f['last'] / f['first']:>5.2f}x {f['floor'] * 1000:>6.3f}ms "
             f"{f['last'] / f['floor']:>13.1f}x {size:>11}"
         )
+    print()
+    print(f"session storage: {SAVES} compare-and-set saves in a row, {RUNS} runs")
+    print(f"{'backend':<11} {'CAS saves/s':>12} {'raw writes/s':>13} {'cost ratio':>11}")
+    for name, _ in backends:
+        runs_cas = [await sessions(name, folder) for _ in range(RUNS)]
+        ours = statistics.median(r for r, _ in runs_cas)
+        floor = statistics.median(f for _, f in runs_cas)
+        print(f"{name:<11} {ours:>12.0f} {floor:>13.0f} {floor / ours:>10.2f}x")
     for name in ("PostgreSQL", "Redis"):
         if name not in {n for n, _ in backends}:
             variable = "POSTGRES" if name == "PostgreSQL" else "REDIS"
