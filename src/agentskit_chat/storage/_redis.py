@@ -13,20 +13,12 @@ from __future__ import annotations
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from agentskit_chat._drivers import redis_client
-from agentskit_chat.errors import StorageError
 from agentskit_chat.protocol import AskSessionRecord
 from agentskit_chat.service import SessionKey
 
-from ._codec import (
-    check_save,
-    closed_error,
-    decode_record,
-    failed_error,
-    invalid_error,
-    unavailable_error,
-)
+from ._codec import ASK_STORE, check_save, decode_record, invalid_error
 from ._keys import check_session_key, storage_key
+from ._redis_connection import RedisConnection, ttl_milliseconds
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -50,19 +42,6 @@ redis.call('HSET', KEYS[1], 'revision', ARGV[2], 'record', ARGV[3])
 if ARGV[4] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 return 1
 """
-
-
-def _translate(exc: Exception) -> StorageError | None:
-    from redis import exceptions  # noqa: PLC0415
-
-    if isinstance(exc, exceptions.ConnectionError | exceptions.TimeoutError):
-        return unavailable_error(_BACKEND)
-    if isinstance(exc, exceptions.ResponseError) and str(exc).startswith("WRONGTYPE"):
-        # Something other than our hash lives under the key.
-        return invalid_error(_BACKEND)
-    if isinstance(exc, exceptions.RedisError):
-        return failed_error(_BACKEND)
-    return None
 
 
 class RedisAskSessionStore:
@@ -100,21 +79,19 @@ class RedisAskSessionStore:
         connect_timeout: float = 10.0,
         max_connections: int = 32,
     ) -> None:
-
         if not isinstance(prefix, str):
             raise TypeError("prefix must be a str")
-        if ttl_seconds is not None and not ttl_seconds > 0:
-            raise ValueError("ttl_seconds must be positive")
-        self._client, self._owns_client = redis_client(
+        self._ttl_ms = ttl_milliseconds(ttl_seconds)
+        self._redis = RedisConnection(
             url_or_client,
             user="RedisAskSessionStore",
-            max_connections=max_connections,
+            store=ASK_STORE,
+            invalid=lambda: invalid_error(_BACKEND),
             connect_timeout=connect_timeout,
+            max_connections=max_connections,
         )
         self._prefix = prefix
-        self._ttl_ms = "" if ttl_seconds is None else str(max(1, round(ttl_seconds * 1000)))
-        self._cas = self._client.register_script(_CAS)
-        self._closed = False
+        self._cas = self._redis.client.register_script(_CAS)
 
     def _name(self, key: SessionKey) -> str:
         return self._prefix + storage_key(key)
@@ -127,15 +104,10 @@ class RedisAskSessionStore:
                 unreachable (retryable), or the store is closed.
         """
         check_session_key(key)
-        if self._closed:
-            closed_error(_BACKEND)
-        try:
-            revision, text = await self._client.hmget(self._name(key), ["revision", "record"])
-        except Exception as exc:
-            error = _translate(exc)
-            if error is None:
-                raise
-            raise error from None
+        name = self._name(key)
+        revision, text = await self._redis.call(
+            lambda client: client.hmget(name, ["revision", "record"])
+        )
         if revision is None and text is None:
             return None
         if revision is None or text is None:
@@ -151,39 +123,20 @@ class RedisAskSessionStore:
                 unreachable (retryable), or the store is closed.
         """
         text = check_save(key, record, expected_revision)
-        if self._closed:
-            closed_error(_BACKEND)
         args: list[Any] = [str(expected_revision), str(record.revision), text, self._ttl_ms]
-        try:
-            outcome = await self._cas(keys=[self._name(key)], args=args)
-        except Exception as exc:
-            error = _translate(exc)
-            if error is None:
-                raise
-            raise error from None
+        name = self._name(key)
+        outcome = await self._redis.call(lambda client: self._cas(keys=[name], args=args))
         if outcome == -1:
             raise invalid_error(_BACKEND)
         return bool(outcome == 1)
 
     async def aclose(self) -> None:
         """Stop using the client, and close it if this store created it. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._owns_client:
-            await self._client.aclose()
+        await self._redis.aclose()
 
     async def __aenter__(self) -> RedisAskSessionStore:
         """Check the server now (``PING``), so a bad configuration fails at startup."""
-        if self._closed:
-            closed_error(_BACKEND)
-        try:
-            await self._client.ping()
-        except Exception as exc:
-            error = _translate(exc)
-            if error is None:
-                raise
-            raise error from None
+        await self._redis.ping()
         return self
 
     async def __aexit__(

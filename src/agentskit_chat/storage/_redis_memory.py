@@ -10,23 +10,20 @@ when set, is refreshed by every save. One key per call, so Redis Cluster works.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Final
 
-from agentskit_chat._drivers import redis_client
-from agentskit_chat.errors import StorageError
 from agentskit_chat.runtime import ChatMessage
 
-from ._codec import closed_error, failed_error, unavailable_error
 from ._memory_rows import RowCache, SavePlan, decode_rows, invalid_memory
+from ._redis_connection import RedisConnection, ttl_milliseconds
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
 __all__ = ["DEFAULT_MEMORY_PREFIX", "RedisChatMemory"]
 
-T = TypeVar("T")
 _BACKEND: Final = "Redis"
 _STORE: Final = "chat memory"
 #: The key prefix a memory uses unless told otherwise.
@@ -54,18 +51,6 @@ redis.call('HSET', KEYS[1], 'g', ARGV[3], 'n', ARGV[4])
 if ARGV[5] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[5]) end
 return 1
 """
-
-
-def _translate(exc: Exception) -> StorageError | None:
-    from redis import exceptions  # noqa: PLC0415
-
-    if isinstance(exc, exceptions.ConnectionError | exceptions.TimeoutError):
-        return unavailable_error(_BACKEND, _STORE)
-    if isinstance(exc, exceptions.ResponseError) and str(exc).startswith("WRONGTYPE"):
-        return invalid_memory(_BACKEND)
-    if isinstance(exc, exceptions.RedisError):
-        return failed_error(_BACKEND, _STORE)
-    return None
 
 
 def _text(value: object) -> str:
@@ -106,34 +91,24 @@ class RedisChatMemory:
             raise ValueError("conversation_id must be a non-empty string")
         if not isinstance(prefix, str):
             raise TypeError("prefix must be a str")
-        if ttl_seconds is not None and not ttl_seconds > 0:
-            raise ValueError("ttl_seconds must be positive")
-        self._client, self._owns_client = redis_client(
+        self._ttl_ms = ttl_milliseconds(ttl_seconds)
+        self._redis = RedisConnection(
             url_or_client,
             user="RedisChatMemory",
-            max_connections=max_connections,
+            store=_STORE,
+            invalid=lambda: invalid_memory(_BACKEND),
             connect_timeout=connect_timeout,
+            max_connections=max_connections,
         )
         self._conversation_id = conversation_id
         self._key = prefix + conversation_id
-        self._ttl_ms = "" if ttl_seconds is None else str(max(1, round(ttl_seconds * 1000)))
-        self._script = self._client.register_script(_SAVE)
+        self._script = self._redis.client.register_script(_SAVE)
         self._cache = RowCache()
-        self._closed = False
 
     @property
     def conversation_id(self) -> str:
         """The conversation this memory holds."""
         return self._conversation_id
-
-    async def _call(self, work: Awaitable[T]) -> T:
-        try:
-            return await work
-        except Exception as exc:
-            error = _translate(exc)
-            if error is None:
-                raise
-            raise error from None
 
     async def load(self) -> Sequence[ChatMessage]:
         """The stored messages, oldest first (empty for a new conversation).
@@ -142,9 +117,7 @@ class RedisChatMemory:
             StorageError: the stored hash is not valid message records (not retryable), the
                 server is unreachable (retryable), or the memory is closed.
         """
-        if self._closed:
-            closed_error(_BACKEND, _STORE)
-        fields = await self._call(self._client.hgetall(self._key))
+        fields = await self._redis.call(lambda client: client.hgetall(self._key))
         stored = {_text(name): value for name, value in fields.items()}
         if not stored:
             self._cache.remember((), None)
@@ -170,8 +143,6 @@ class RedisChatMemory:
             StorageError: the key holds something else (not retryable), the server is
                 unreachable (retryable), or the memory is closed.
         """
-        if self._closed:
-            closed_error(_BACKEND, _STORE)
         plan = self._cache.plan(tuple(messages))
         try:
             if plan.expected is None or not await self._run(plan, whole=False):
@@ -192,22 +163,16 @@ class RedisChatMemory:
         ]
         for position in positions:
             args += (str(position), plan.rows[position].text)
-        outcome = await self._call(self._script(keys=[self._key], args=args))
+        outcome = await self._redis.call(lambda client: self._script(keys=[self._key], args=args))
         return bool(outcome == 1)
 
     async def aclose(self) -> None:
         """Stop using the client, and close it if this memory created it. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._owns_client:
-            await self._client.aclose()
+        await self._redis.aclose()
 
     async def __aenter__(self) -> RedisChatMemory:
         """Check the server now (``PING``), so a bad configuration fails at startup."""
-        if self._closed:
-            closed_error(_BACKEND, _STORE)
-        await self._call(self._client.ping())
+        await self._redis.ping()
         return self
 
     async def __aexit__(

@@ -8,23 +8,20 @@ refresh the time to live. One key per call, so Redis Cluster works.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
 from types import TracebackType
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Final
 
-from agentskit_chat._drivers import redis_client
 from agentskit_chat.conversation._storage import check_snapshot_save
-from agentskit_chat.errors import StorageError
 from agentskit_chat.protocol import SessionSnapshot
 
-from ._codec import closed_error, failed_error, invalid_error, unavailable_error
+from ._codec import invalid_error
+from ._redis_connection import RedisConnection, ttl_milliseconds
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
 __all__ = ["DEFAULT_SESSION_PREFIX", "RedisSessionStorage"]
 
-T = TypeVar("T")
 
 _BACKEND: Final = "Redis"
 _STORE: Final = "session storage"
@@ -45,18 +42,6 @@ redis.call('HSET', KEYS[1], 'cursor', ARGV[2], 'snapshot', ARGV[3])
 if ARGV[4] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 return 1
 """
-
-
-def _translate(exc: Exception) -> StorageError | None:
-    from redis import exceptions  # noqa: PLC0415
-
-    if isinstance(exc, exceptions.ConnectionError | exceptions.TimeoutError):
-        return unavailable_error(_BACKEND, _STORE)
-    if isinstance(exc, exceptions.ResponseError) and str(exc).startswith("WRONGTYPE"):
-        return invalid_error(_BACKEND, _STORE)
-    if isinstance(exc, exceptions.RedisError):
-        return failed_error(_BACKEND, _STORE)
-    return None
 
 
 class RedisSessionStorage:
@@ -94,27 +79,17 @@ class RedisSessionStorage:
     ) -> None:
         if not isinstance(prefix, str):
             raise TypeError("prefix must be a str")
-        if ttl_seconds is not None and not ttl_seconds > 0:
-            raise ValueError("ttl_seconds must be positive")
-        self._client, self._owns_client = redis_client(
+        self._ttl_ms = ttl_milliseconds(ttl_seconds)
+        self._redis = RedisConnection(
             url_or_client,
             user="RedisSessionStorage",
-            max_connections=max_connections,
+            store=_STORE,
+            invalid=lambda: invalid_error(_BACKEND, _STORE),
             connect_timeout=connect_timeout,
+            max_connections=max_connections,
         )
         self._prefix = prefix
-        self._ttl_ms = "" if ttl_seconds is None else str(max(1, round(ttl_seconds * 1000)))
-        self._cas = self._client.register_script(_CAS)
-        self._closed = False
-
-    async def _call(self, work: Awaitable[T]) -> T:
-        try:
-            return await work
-        except Exception as exc:
-            error = _translate(exc)
-            if error is None:
-                raise
-            raise error from None
+        self._cas = self._redis.client.register_script(_CAS)
 
     async def load(self, session_id: str) -> str | None:
         """The stored snapshot's JSON text, or ``None``.
@@ -123,10 +98,9 @@ class RedisSessionStorage:
             StorageError: the key holds something else or a hash without a snapshot (not
                 retryable), the server is unreachable (retryable), or the storage is closed.
         """
-        if self._closed:
-            closed_error(_BACKEND, _STORE)
-        cursor, text = await self._call(
-            self._client.hmget(self._prefix + session_id, ["cursor", "snapshot"])
+        name = self._prefix + session_id
+        cursor, text = await self._redis.call(
+            lambda client: client.hmget(name, ["cursor", "snapshot"])
         )
         if cursor is None and text is None:
             return None
@@ -143,34 +117,26 @@ class RedisSessionStorage:
                 unreachable (retryable), or the storage is closed.
         """
         text = check_snapshot_save(snapshot, expected_cursor)
-        if self._closed:
-            closed_error(_BACKEND, _STORE)
         expected = "" if expected_cursor is None else str(expected_cursor)
         args = [expected, str(snapshot.cursor), text, self._ttl_ms]
-        outcome = await self._call(self._cas(keys=[self._prefix + snapshot.session_id], args=args))
+        name = self._prefix + snapshot.session_id
+        outcome = await self._redis.call(lambda client: self._cas(keys=[name], args=args))
         if outcome == -1:
             raise invalid_error(_BACKEND, _STORE)
         return bool(outcome == 1)
 
     async def delete(self, session_id: str) -> None:
         """Forget the session's snapshot (nothing happens when there is none)."""
-        if self._closed:
-            closed_error(_BACKEND, _STORE)
-        await self._call(self._client.delete(self._prefix + session_id))
+        name = self._prefix + session_id
+        await self._redis.call(lambda client: client.delete(name))
 
     async def aclose(self) -> None:
         """Stop using the client, and close it if this storage created it. Idempotent."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._owns_client:
-            await self._client.aclose()
+        await self._redis.aclose()
 
     async def __aenter__(self) -> RedisSessionStorage:
         """Check the server now (``PING``), so a bad configuration fails at startup."""
-        if self._closed:
-            closed_error(_BACKEND, _STORE)
-        await self._call(self._client.ping())
+        await self._redis.ping()
         return self
 
     async def __aexit__(
