@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
 from agentskit_chat._terms import content_terms, term_set
@@ -222,8 +222,17 @@ def _score(section: _Section, wanted: Sequence[str], weight: dict[str, float]) -
     section.score = (best_score + _TITLE_SHARE * in_title) * prior if best_score > 0 else 0.0
 
 
-def _choose(sections: Sequence[_Section], limit: int) -> list[_Section]:
-    ranked = sorted((s for s in sections if s.best_score > 0), key=lambda s: (-s.score, s.number))
+def _scored(parsed: Sequence[_Section], terms: Sequence[str]) -> list[_Section]:
+    """Fresh copies of the parsed sections, scored for ``terms``, best first (those holding
+    none of them left out)."""
+    sections = [replace(section) for section in parsed]
+    weight = _rarity(terms, sections)
+    for section in sections:
+        _score(section, terms, weight)
+    return sorted((s for s in sections if s.best_score > 0), key=lambda s: (-s.score, s.number))
+
+
+def _choose(ranked: Sequence[_Section], limit: int) -> list[_Section]:
     if not ranked:
         return []
     chosen = [ranked[0]]
@@ -376,6 +385,7 @@ def compose_answer(
     wanted = content_terms(query)
     if not wanted or not sources:
         return NO_GROUNDED_ANSWER
+    parsed = [_section(number, source) for number, source in enumerate(sources, start=1)]
     chosen: list[tuple[_Section, bool]] = []  # each with whether to show its code
     clauses = question_parts(query) if max_sections > 1 else []
     if len(clauses) > 1:
@@ -383,16 +393,12 @@ def compose_answer(
         # and shows code when that part asks how to do something.
         for terms in clauses[:max_sections]:
             taken = {section.number for section, _ in chosen}
-            best = _best_for(terms, sources, taken)
+            best = _best_for(_scored(parsed, terms), taken)
             if best is not None:
                 chosen.append((best, any(term in _DOING for term in terms)))
     if not chosen:
-        sections = [_section(number, source) for number, source in enumerate(sources, start=1)]
-        weight = _rarity(wanted, sections)
-        for section in sections:
-            _score(section, wanted, weight)
         doing = any(term in _DOING for term in wanted)
-        chosen = [(section, doing) for section in _choose(sections, max_sections)]
+        chosen = [(section, doing) for section in _choose(_scored(parsed, wanted), max_sections)]
         fair = False
     else:
         fair = True
@@ -419,16 +425,9 @@ def compose_answer(
     return "\n\n".join(_unique(paragraphs))
 
 
-def _best_for(
-    terms: Sequence[str], sources: Sequence[GroundedSource], taken: set[int]
-) -> _Section | None:
-    """The section that best answers a question made of ``terms``, scored for them: one not
-    ``taken`` by an earlier part when it is at least half as good."""
-    sections = [_section(number, source) for number, source in enumerate(sources, start=1)]
-    weight = _rarity(terms, sections)
-    for section in sections:
-        _score(section, terms, weight)
-    ranked = sorted((s for s in sections if s.best_score > 0), key=lambda s: (-s.score, s.number))
+def _best_for(ranked: Sequence[_Section], taken: set[int]) -> _Section | None:
+    """The best of ``ranked`` (scored for one part): one not ``taken`` by an earlier part when
+    it is at least half as good."""
     if not ranked:
         return None
     for section in ranked:

@@ -142,8 +142,15 @@ class RelevanceRule:
 
     def judge(self, question: str, hit: RetrievedChunk, weights: TermWeights) -> Relevance:
         """Judge ``hit`` for ``question``."""
-        terms = content_terms(question)
-        names = name_terms(question)
+        return self._judge(content_terms(question), name_terms(question), hit, weights)
+
+    def _judge(
+        self,
+        terms: Sequence[str],
+        names: frozenset[str],
+        hit: RetrievedChunk,
+        weights: TermWeights,
+    ) -> Relevance:
         unknown = tuple(term for term in terms if term in names and not weights.occurs(term))
         coverage = 0.0 if unknown else self._coverage(terms, names, hit, weights)
         return Relevance(
@@ -171,7 +178,9 @@ class RelevanceRule:
     ) -> list[RetrievedChunk]:
         """The hits to answer ``question`` from, in their order (best first); none when no
         hit is relevant."""
-        verdicts = [self.judge(question, hit, weights) for hit in hits]
+        # The question is read once, not once per hit.
+        terms, names = content_terms(question), name_terms(question)
+        verdicts = [self._judge(terms, names, hit, weights) for hit in hits]
         if not any(verdict.relevant for verdict in verdicts):
             return []
         floor = self.keep_share * self.min_coverage
