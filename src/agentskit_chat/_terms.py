@@ -17,7 +17,15 @@ from typing import Final
 
 import snowballstemmer
 
-__all__ = ["STOP_WORDS", "content_terms", "name_terms", "stem", "term_set", "words"]
+__all__ = [
+    "STOP_WORDS",
+    "content_terms",
+    "name_terms",
+    "question_clauses",
+    "stem",
+    "term_set",
+    "words",
+]
 
 _STOP_TEXT: Final = """
     a about above after again against all also am an and any anything are as at be because been
@@ -41,6 +49,12 @@ _WORD: Final = re.compile(r"[^\W_]+")
 _TOKEN: Final = re.compile(r"[@\w][\w@/.:+-]*")
 _SENTENCE_END: Final = frozenset(".!?:")
 _STEMMER: Final = snowballstemmer.stemmer("english")
+#: Where a question's clauses part: ", and", "; ", "and then", a second question mark.
+_CLAUSE: Final = re.compile(
+    r",\s*(?:and|but|or)\s+|;\s+|\?\s+(?=\S)|\s+and\s+then\s+", re.IGNORECASE
+)
+#: The context every clause shares: what comes before a colon or a dash.
+_CONTEXT: Final = re.compile(r"^([^?]{1,120}?)\s*(?::|\s[—–-])\s+")
 
 
 def words(text: str) -> list[str]:
@@ -112,3 +126,21 @@ def name_terms(text: str) -> frozenset[str]:
 def _follows_sentence_end(text: str, end: int) -> bool:
     rest = text[end : end + 3].lstrip()
     return bool(rest) and rest[0] in _SENTENCE_END
+
+
+def question_clauses(text: str) -> tuple[str, list[str]]:
+    """The context of a question and its clauses, in order (blank clauses dropped).
+
+    Clauses are joined by ``, and`` (``but``, ``or``), ``and then``, ``;`` or a second
+    question mark; the context is what comes before a colon or a dash, shared by every clause.
+    A question without parts is one clause.
+
+    >>> question_clauses("Angular: which peers go in, and which versions work?")
+    ('Angular', ['which peers go in', 'which versions work?'])
+    """
+    body = text.strip()
+    context = ""
+    lead = _CONTEXT.match(body)
+    if lead is not None:
+        context, body = lead.group(1), body[lead.end() :]
+    return context, [piece for piece in _CLAUSE.split(body) if piece.strip()]

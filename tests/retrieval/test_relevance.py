@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from random import Random
 
 import pytest
@@ -10,7 +11,15 @@ from hypothesis import strategies as st
 
 from agentskit_chat._terms import STOP_WORDS, name_terms
 from agentskit_chat.errors import ConfigurationError
-from agentskit_chat.retrieval import RelevanceRule, RetrievedChunk, TermWeights, content_terms
+from agentskit_chat.retrieval import (
+    MarkdownCorpus,
+    RelevanceRule,
+    RelevantRetriever,
+    RetrievedChunk,
+    SQLiteFTSRetriever,
+    TermWeights,
+    content_terms,
+)
 
 SECTIONS = [
     "Setup guide › Configuring the cache\nSet cache_size to the number of pages the cache holds.",
@@ -205,3 +214,52 @@ def test_once_one_hit_is_relevant_a_weaker_companion_is_kept_too() -> None:
 def test_invalid_thresholds_are_refused(options: dict[str, float]) -> None:
     with pytest.raises(ConfigurationError):
         RelevanceRule(**options)
+
+
+# A page that says a lot about the cache, and one short page about the license.
+PARTS_CORPUS = {
+    "cache.md": (
+        "# Cache\n\n## Cache size\n\nSet cache_size to the number of pages the cache holds.\n\n"
+        "## Cache lifetime\n\nA cached page stays in the cache for cache_ttl seconds.\n\n"
+        "## Cache eviction\n\nA full cache drops the page read least recently.\n"
+    ),
+    "license.md": "# License\n\nThe widget is released under the MIT license.\n",
+    "themes.md": "# Themes\n\nThe widget ships a light theme and a dark theme.\n",
+}
+
+
+@pytest.fixture
+def parts_index() -> Iterator[tuple[SQLiteFTSRetriever, TermWeights]]:
+    corpus = MarkdownCorpus.from_texts(PARTS_CORPUS)
+    weights = TermWeights.from_texts(f"{c.title}\n{c.text}" for c in corpus.chunks)
+    index = SQLiteFTSRetriever(corpus=corpus)
+    yield index, weights
+    index.close()
+
+
+@pytest.mark.anyio
+async def test_each_part_of_a_question_brings_its_own_section(
+    parts_index: tuple[SQLiteFTSRetriever, TermWeights],
+) -> None:
+    # The whole question's one best hit is a cache section; the license part is searched on
+    # its own, and its section comes in the parts' order.
+    retriever = RelevantRetriever(*parts_index, top_k=1)
+    question = "How do I set the cache size, and which license is the widget under?"
+    kept = [hit.href for hit in await retriever.relevant(question)]
+    assert kept[:2] == ["/docs/cache#cache-size", "/docs/license"]
+
+
+@pytest.mark.anyio
+async def test_a_question_whose_parts_each_have_a_section_is_answered(
+    parts_index: tuple[SQLiteFTSRetriever, TermWeights],
+) -> None:
+    # No section covers enough of the whole question, but each part has one that does.
+    retriever = RelevantRetriever(*parts_index)
+    question = (
+        "Which theme is dark, and which license is the widget under, and how many seconds "
+        "does a page stay cached?"
+    )
+    kept = {hit.href for hit in await retriever.relevant(question)}
+    assert {"/docs/themes", "/docs/license", "/docs/cache#cache-lifetime"} <= kept
+    # A part that nothing answers leaves the question to the whole-question rule.
+    assert await retriever.relevant("Which theme is dark, and which GPU does it need?") == []

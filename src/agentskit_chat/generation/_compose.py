@@ -39,7 +39,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
-from agentskit_chat._terms import content_terms, term_set
+from agentskit_chat._terms import content_terms, question_clauses, term_set
 from agentskit_chat.protocol import GroundedSource
 
 __all__ = ["NO_GROUNDED_ANSWER", "Block", "compose_answer", "parse_blocks", "question_parts"]
@@ -65,12 +65,6 @@ _SHORT_PARAGRAPH: Final = 320
 _MAX_CODE_LINES: Final = 12
 #: Beside its best passage, a section shows others at least this good, relative to the best.
 _GROUP_SHARE: Final = 0.3
-#: Where a question's clauses part: ", and", "; ", "and then", a second question mark.
-_CLAUSE: Final = re.compile(
-    r",\s*(?:and|but|or)\s+|;\s+|\?\s+(?=\S)|\s+and\s+then\s+", re.IGNORECASE
-)
-#: The context every part shares: what comes before a colon or a dash.
-_CONTEXT: Final = re.compile(r"^([^?]{1,120}?)\s*(?::|\s[—–-])\s+")
 #: The search's order counts too: the n-th source's score is divided by 1 + decay × (n - 1).
 _RANK_DECAY: Final = 0.1
 #: Question terms in a section's title count this much of their rarity.
@@ -450,13 +444,9 @@ def question_parts(query: str) -> list[tuple[str, ...]]:
     >>> question_parts("Angular: which peers, and which?")
     [('peer',), ('angular',)]
     """
-    text = query.strip()
-    context = ""
-    lead = _CONTEXT.match(text)
-    if lead is not None:
-        context, text = lead.group(1), text[lead.end() :]
+    context, clauses = question_clauses(query)
     parts: list[tuple[str, ...]] = []
-    for piece in _CLAUSE.split(text):
+    for piece in clauses:
         terms = content_terms(piece) or content_terms(f"{context} {piece}")
         if terms and terms not in parts:
             parts.append(terms)

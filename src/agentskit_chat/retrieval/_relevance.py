@@ -15,6 +15,10 @@ counts for a lot.
 - When one section is relevant, the question is answered from every retrieved section whose
   coverage is at least ``keep_share`` × ``min_coverage`` (the other parts of a two-part
   question); otherwise it is refused.
+- A question with parts ("X, and Y?", :func:`~agentskit_chat._terms.question_clauses`) is also
+  searched part by part; each part's first section relevant to that part leads the sources,
+  and the question is answered when every part has one, even if no section covers enough of
+  the whole.
 
 The defaults were chosen on the development half of a 177-question benchmark over docs this
 project did not write (``bench/ask_quality.py``); ``docs/benchmarks.md`` shows the trade-off
@@ -34,7 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from agentskit_chat._terms import content_terms, name_terms, term_set
+from agentskit_chat._terms import content_terms, name_terms, question_clauses, term_set
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import GroundedSource
 
@@ -178,15 +182,31 @@ class RelevanceRule:
     ) -> list[RetrievedChunk]:
         """The hits to answer ``question`` from, in their order (best first); none when no
         hit is relevant."""
+        return self._select(question, hits, weights, relevant=False)
+
+    def _select(
+        self,
+        question: str,
+        hits: Sequence[RetrievedChunk],
+        weights: TermWeights,
+        *,
+        relevant: bool,
+    ) -> list[RetrievedChunk]:
+        """:meth:`select`, or, when the question is known ``relevant`` otherwise (each of its
+        parts is), the hits at least as good as the companions of a relevant one."""
         # The question is read once, not once per hit.
         terms, names = content_terms(question), name_terms(question)
         verdicts = [self._judge(terms, names, hit, weights) for hit in hits]
-        if not any(verdict.relevant for verdict in verdicts):
+        if not relevant and not any(verdict.relevant for verdict in verdicts):
             return []
         floor = self.keep_share * self.min_coverage
         return [
             hit for hit, verdict in zip(hits, verdicts, strict=True) if verdict.coverage >= floor
         ]
+
+
+#: How many sections are searched for each part of a question with parts.
+_PART_TOP_K = 3
 
 
 class Searcher(Protocol):
@@ -224,9 +244,46 @@ class RelevantRetriever:
         return self._rule
 
     async def relevant(self, question: str) -> list[RetrievedChunk]:
-        """The relevant sections for ``question``, best first."""
+        """The relevant sections for ``question``, best first.
+
+        A question with parts ("X, and Y?") is also searched part by part (each part with
+        the context before a colon or dash): the first of a part's few best sections that is
+        relevant to that part comes first, in the parts' order, so the section answering the
+        second part is not crowded out by the first part's pages. Such a question is answered
+        when one section is relevant to the whole question, or each part has one.
+        """
         hits = await self._index.search(question, self._top_k)
-        return self._rule.select(question, hits, self._weights)
+        context, clauses = question_clauses(question)
+        if len(clauses) < 2:
+            return self._rule.select(question, hits, self._weights)
+        names = name_terms(question)
+        firsts: list[RetrievedChunk] = []
+        parts = 0
+        for clause in clauses:
+            part = f"{context} {clause}".strip()
+            terms = content_terms(part)
+            if not terms:
+                continue
+            parts += 1
+            found = await self._index.search(part, _PART_TOP_K)
+            best = next(
+                (
+                    hit
+                    for hit in found
+                    if self._rule._judge(terms, names, hit, self._weights).relevant
+                ),
+                None,
+            )
+            if best is not None:
+                firsts.append(best)
+        each_part = len(firsts) == parts > 1
+        kept = self._rule._select(question, hits, self._weights, relevant=each_part)
+        if not kept and not each_part:
+            return []
+        merged: dict[str, RetrievedChunk] = {}
+        for hit in (*firsts, *kept):
+            merged.setdefault(hit.id, hit)
+        return list(merged.values())
 
     async def retrieve(self, request: RetrievalRequest) -> list[GroundedSource]:
         """The ``Retriever`` port: relevant sections for ``request.query`` as sources."""
