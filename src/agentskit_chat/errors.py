@@ -13,6 +13,7 @@ are for programmer-facing misuse (encoding an invalid value, constructing with b
     ├── SessionConflictError     a chat session snapshot changed in another client (CAS conflict)
     ├── StorageError             a session store failed, or holds a record that is not valid
     ├── AskServiceError          the Ask service refused or failed a request (a fixed diagnostic)
+    ├── ChatHandlerError         the chat turn handler refused or failed a request
     ├── RetrievalError           a search index or search backend could not be used
     └── RateLimitError           a shared rate limiter could not decide (its server failed)
 """
@@ -24,6 +25,7 @@ __all__ = [
     "AnswerCommitError",
     "AskServiceError",
     "BuildError",
+    "ChatHandlerError",
     "ConfigurationError",
     "ContentHashError",
     "ProtocolError",
@@ -188,6 +190,29 @@ class AskServiceError(AgentsKitChatError):
         self.message = message
         self.retryable = retryable
         self.retry_after = retry_after
+
+
+class ChatHandlerError(AgentsKitChatError):
+    """The chat turn handler refused or failed a request, with a fixed diagnostic.
+
+    Raised by the handler factory for invalid options (500 ``SERVER_INVALID_CONFIG``); a host
+    hook (``authenticate``, ``resolve_definition``, ``session_storage``, ``chat_memory``) may
+    raise it to answer with a status and code of its own. The message is a fixed sentence
+    that the client sees; it must not contain request data.
+
+    Attributes:
+        status: The HTTP status of the JSON error response (before the stream starts).
+        code: The diagnostic code (``^[A-Z][A-Z0-9_]*$``).
+        message: The fixed message.
+        retryable: Whether a retry of the same request can succeed.
+    """
+
+    def __init__(self, status: int, code: str, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.retryable = retryable
 
 
 class RetrievalError(AgentsKitChatError):

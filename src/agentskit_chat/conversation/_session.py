@@ -353,3 +353,24 @@ class ChatSession:
             self._active_turn = active
             self._terminal_turns = previous
             raise
+
+    async def abandon_turn(self, turn_id: str) -> None:
+        """Give up the lease of ``turn_id`` for a turn that never started, and save.
+
+        For a host whose turn failed after the claim but before anything of it ran (its
+        messages could not be loaded, say): the lease is cleared and the turn is *not*
+        remembered as finished, so the same turn id may be submitted again. Nothing happens
+        unless ``turn_id`` holds the lease; when the save fails, the lease is kept.
+
+        Raises:
+            SessionConflictError: the stored snapshot changed in another client.
+        """
+        active = self._active_turn
+        if active is None or active.turn_id != turn_id:
+            return
+        self._active_turn = None
+        try:
+            await self._persist(self._storage, raise_pending=False)
+        except BaseException:
+            self._active_turn = active
+            raise

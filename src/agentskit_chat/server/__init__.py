@@ -3,6 +3,9 @@
 - :func:`create_ask_service_app`: the Ask service (``agentskit.chat.ask`` v1 in, NDJSON events
   out), the HTTP edge of :class:`~agentskit_chat.service.AskService`: method, media type,
   bounded body, decoding.
+- :func:`create_chat_app`: the chat turn handler (one ``client.turn.submit`` in, full
+  ``server.turn.snapshot`` events out as NDJSON), with turn leases and messages in storage
+  that every worker shares.
 - :func:`create_docs_assistant_app`: the docs assistant (``/api/answer``, ``/api/ask``,
   ``/healthz``, ``/metrics``), behind one authentication rule.
 - :func:`create_healthz_app` and :func:`create_prometheus_metrics_app`: readiness and a
@@ -16,6 +19,14 @@ from __future__ import annotations
 
 from ._ask_app import AskServiceApp, Authenticate, create_ask_service_app
 from ._auth import is_loopback
+from ._chat_app import (
+    ChatApp,
+    ChatAuthenticate,
+    ChatMemoryFactory,
+    ResolveDefinition,
+    SessionStorageFactory,
+    create_chat_app,
+)
 from ._docs_app import create_docs_assistant_app
 from ._healthz import HealthCheck, HealthzApp, create_healthz_app
 from ._prometheus import PrometheusMetricsApp, create_prometheus_metrics_app
@@ -23,10 +34,16 @@ from ._prometheus import PrometheusMetricsApp, create_prometheus_metrics_app
 __all__ = [
     "AskServiceApp",
     "Authenticate",
+    "ChatApp",
+    "ChatAuthenticate",
+    "ChatMemoryFactory",
     "HealthCheck",
     "HealthzApp",
     "PrometheusMetricsApp",
+    "ResolveDefinition",
+    "SessionStorageFactory",
     "create_ask_service_app",
+    "create_chat_app",
     "create_docs_assistant_app",
     "create_healthz_app",
     "create_prometheus_metrics_app",

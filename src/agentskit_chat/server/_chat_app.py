@@ -1,0 +1,835 @@
+"""The chat turn handler: one ``client.turn.submit`` in, ``server.turn.snapshot`` lines out.
+
+Each POST runs one turn of a chat definition's session, in this order: method (405), media
+type (415), the host's ``authenticate`` (before a byte of the body is read), the bounded body
+(413, 400), the turn decoder (400), the host's definition, session storage and chat memory,
+:func:`~agentskit_chat.conversation.resume_chat_session`, and a turn lease claimed through the
+storage's compare-and-set (409 when another turn holds the session or the turn id already
+finished). Only then does a controller run. Its states are streamed as full snapshots, one
+NDJSON line each, coalesced to the newest while the client is not reading; the session is
+saved before every line, so ``sequence`` is the stored cursor and never goes back.
+
+One deadline covers the whole request; it and a client that goes away stop the controller.
+Cleanup runs once on every path: it waits (bounded) for the turn to settle, saves the messages
+to the chat memory, settles a choice reservation (committed only when the turn succeeded), and
+releases the lease, recording the turn as ``completed`` or ``indeterminate`` (the memory save
+failed). A failure after the claim but before the controller ran gives the lease back without
+recording the turn, so the same turn may be submitted again.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar
+
+import anyio
+import anyio.abc
+
+from agentskit_chat.conversation import ChatDefinition, ChatSession, SessionStorage
+from agentskit_chat.conversation import resume_chat_session as _resume
+from agentskit_chat.errors import (
+    ChatHandlerError,
+    ConfigurationError,
+    SessionConflictError,
+    StorageError,
+)
+from agentskit_chat.protocol import (
+    ComponentFrame,
+    ComponentPart,
+    ComponentSelectEvent,
+    Decoded,
+    SubmitEvent,
+    create_snapshot_event,
+    decode_assistant_content,
+    decode_turn_event,
+    encode_turn_event,
+)
+from agentskit_chat.protocol._decode import NOT_JSON, as_text, parse_candidate, validate_model
+from agentskit_chat.protocol._json import MAX_SAFE_INTEGER, js_stringify
+from agentskit_chat.runtime import ChatController, ChatMemory, ChatMessage, ChatState
+from agentskit_chat.runtime._messages import format_message_timestamp
+from agentskit_chat.service import Authenticated, AuthResult, Refused
+
+from ._asgi import Receive, Scope, Send, handle_non_http, header, send_response
+from ._body import BodyTimedOut, BodyTooLarge, ClientDisconnected, RequestBody
+
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+__all__ = [
+    "ChatApp",
+    "ChatAuthenticate",
+    "ChatMemoryFactory",
+    "ResolveDefinition",
+    "SessionStorageFactory",
+    "create_chat_app",
+]
+
+T = TypeVar("T")
+
+#: Authenticates a request (sync or async): gets a Starlette ``Request`` whose body cannot be
+#: read, returns ``Authenticated(context)`` or ``Refused(response)``.
+ChatAuthenticate: TypeAlias = Callable[[Any], AuthResult | Awaitable[AuthResult]]
+#: ``(context, session_id)`` → the chat definition of this tenant and session (sync or async).
+ResolveDefinition: TypeAlias = Callable[[Any, str], ChatDefinition | Awaitable[ChatDefinition]]
+#: ``(context)`` → the compare-and-set session storage (sync or async).
+SessionStorageFactory: TypeAlias = Callable[[Any], SessionStorage | Awaitable[SessionStorage]]
+#: ``(context, session_id)`` → a chat memory for this one request (sync or async), or ``None``
+#: to use the definition's own ``chat.memory``. The handler closes it (``aclose``) when done.
+ChatMemoryFactory: TypeAlias = Callable[
+    [Any, str], ChatMemory | Awaitable[ChatMemory | None] | None
+]
+
+_Reason = Literal["timeout", "cancelled"]
+
+_NDJSON_HEADERS: Final = (
+    (b"content-type", b"application/x-ndjson; charset=utf-8"),
+    (b"cache-control", b"no-store"),
+    (b"x-content-type-options", b"nosniff"),
+)
+_JSON_HEADERS: Final = (
+    (b"content-type", b"application/json; charset=utf-8"),
+    (b"x-content-type-options", b"nosniff"),
+)
+
+_INVALID_CONFIG: Final = "Chat handler configuration is invalid."
+_BUSY: Final = "Another turn is active for this session."
+_CONFLICT: Final = "The session changed in another request; submit the turn again."
+_COMPLETED: Final = "This turn already completed."
+_INDETERMINATE: Final = "This turn already ended without a known outcome; start a new turn."
+_TIMEOUT: Final = "The chat request timed out."
+_CANCELLED: Final = "The chat request was cancelled."
+_INTERNAL: Final = "The chat request failed."
+_CHOICE_EXPIRED: Final = "This deterministic choice expired. Ask the question again."
+_TURN_FAILED: Final = {
+    "version": 1,
+    "code": "CHAT_TURN_FAILED",
+    "message": "The chat turn failed.",
+    "retryable": True,
+}
+_SUBMIT_LINEAGE: Final = {"operation": "submit"}
+
+
+class _Failure(Exception):
+    """A refusal before the stream starts, with its status and diagnostic."""
+
+    def __init__(self, status: int, code: str, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+
+
+def _refusal(status: int, code: str, message: str, *, retryable: bool = False) -> _Failure:
+    return _Failure(status, code, message, retryable=retryable)
+
+
+def _classify(error: BaseException) -> _Failure:
+    """What a failure tells the client: its code, its fixed message, and whether to retry."""
+    if isinstance(error, _Failure):
+        return error
+    if isinstance(error, ChatHandlerError):
+        return _Failure(error.status, error.code, error.message, retryable=error.retryable)
+    if isinstance(error, SessionConflictError):
+        return _Failure(409, "SESSION_CONFLICT", _CONFLICT, retryable=True)
+    if isinstance(error, StorageError):
+        return _Failure(500, "SERVER_INTERNAL", _INTERNAL, retryable=error.retryable)
+    if isinstance(error, ConfigurationError):
+        # An incompatible stored session or an invalid definition: retrying cannot help.
+        return _Failure(500, "SERVER_INTERNAL", _INTERNAL, retryable=False)
+    return _Failure(500, "SERVER_INTERNAL", _INTERNAL, retryable=True)
+
+
+def _aborted(reason: _Reason) -> _Failure:
+    if reason == "timeout":
+        return _Failure(408, "SERVER_TIMEOUT", _TIMEOUT, retryable=True)
+    return _Failure(499, "REQUEST_CANCELLED", _CANCELLED, retryable=True)
+
+
+def _diagnostic(failure: _Failure) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "code": failure.code,
+        "message": failure.message,
+        "retryable": failure.retryable,
+    }
+
+
+async def _resolve(value: T | Awaitable[T]) -> T:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def _import_request() -> type[Request]:
+    try:
+        from starlette.requests import Request  # noqa: PLC0415 - the server extra is optional
+    except ImportError as exc:  # pragma: no cover - the dev environment has the extra
+        raise ImportError(
+            "The chat app needs the 'server' extra: pip install 'agentskit-chat[server]'"
+        ) from exc
+    return Request
+
+
+def _positive_seconds(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ChatHandlerError(500, "SERVER_INVALID_CONFIG", _INVALID_CONFIG)
+    if not math.isfinite(value) or value <= 0:
+        raise ChatHandlerError(500, "SERVER_INVALID_CONFIG", _INVALID_CONFIG)
+    return float(value)
+
+
+def _status(state: ChatState) -> str:
+    if state.status == "error":
+        return "error"
+    if state.status == "streaming":
+        return "streaming"
+    return "complete" if state.messages else "idle"
+
+
+def _selection(candidate: object) -> ComponentSelectEvent | Literal[False] | None:
+    """The submission's ``payload.selection``: ``None`` when absent, ``False`` when invalid."""
+    payload = candidate.get("payload") if isinstance(candidate, Mapping) else None
+    if not isinstance(payload, Mapping) or "selection" not in payload:
+        return None
+    event = validate_model(ComponentSelectEvent, payload["selection"])
+    return False if event is None else event
+
+
+def _shown_frame(
+    messages: Sequence[ChatMessage], selection: ComponentSelectEvent
+) -> ComponentFrame | None:
+    """The frame ``selection`` refers to, as this session's assistant showed it (newest first)."""
+    for message in reversed(messages):
+        if message.role != "assistant":
+            continue
+        decoded = decode_assistant_content(message.content)
+        if not decoded.ok:
+            continue
+        for part in decoded.parts:
+            if (
+                isinstance(part, ComponentPart)
+                and part.frame.instance_id == selection.instance_id
+                and part.frame.component_key == selection.component_key
+            ):
+                return part.frame
+    return None
+
+
+class _Abort:
+    """Why the request stopped early (the deadline or the client), told to whoever waits."""
+
+    def __init__(self) -> None:
+        self.reason: _Reason | None = None
+        self.listeners: list[Callable[[_Reason], None]] = []
+
+    def fire(self, reason: _Reason) -> None:
+        if self.reason is not None:
+            return
+        self.reason = reason
+        for listener in tuple(self.listeners):
+            listener(reason)
+
+
+class _Settlement(Exception):
+    """Internal: cleanup's memory save failed; re-raised once the lease is released."""
+
+
+class _Turn:
+    """One running turn: its controller, the pending state, and its once-only cleanup."""
+
+    def __init__(
+        self,
+        app: ChatApp,
+        *,
+        submission: SubmitEvent,
+        session: ChatSession,
+        controller: ChatController,
+        memory: ChatMemory | None,
+        reservation: Any,
+        abort: _Abort,
+        group: anyio.abc.TaskGroup,
+    ) -> None:
+        self._app = app
+        self.submission = submission
+        self.session = session
+        self.controller = controller
+        self._memory = memory
+        self._reservation = reservation
+        self._abort = abort
+        self._group = group
+        self.pending: ChatState | None = None
+        self.done = False
+        self.send_failed = False
+        self._wake = anyio.Event()
+        self._settled = anyio.Event()
+        self._cleanup_done: anyio.Event | None = None
+        self._cleanup_error: BaseException | None = None
+        self.pump_finished = anyio.Event()
+        self.pump_scope: anyio.CancelScope | None = None
+        self._unsubscribe = controller.subscribe(self._on_state)
+        abort.listeners.append(self._on_abort)
+
+    # --- events ---------------------------------------------------------------------------
+
+    def _on_state(self, state: ChatState) -> None:
+        self.pending = state  # only the newest state is ever sent
+        self._wake.set()
+
+    def _on_abort(self, _reason: _Reason) -> None:
+        self.controller.stop()
+        self._wake.set()
+        self._group.start_soon(self._abort_cleanup)
+
+    async def _abort_cleanup(self) -> None:
+        await self.cleanup_quietly(stop=True)
+        # Give the stream a moment to write its diagnostic, then stop it even when the client
+        # reads nothing (a write blocked by backpressure would otherwise wait forever).
+        with anyio.move_on_after(self._app.cleanup_timeout):
+            await self.pump_finished.wait()
+        if self.pump_scope is not None:
+            self.pump_scope.cancel()
+
+    async def run(self) -> None:
+        try:
+            await self.controller.send(self.submission.payload.input)
+        except Exception:
+            self.send_failed = True
+        finally:
+            self.done = True
+            self._settled.set()
+            self._wake.set()
+
+    async def wait(self) -> None:
+        """Until there is a state to send, the turn is done, or the request was aborted."""
+        while self.pending is None and not self.done and self._abort.reason is None:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+
+    # --- cleanup --------------------------------------------------------------------------
+
+    async def cleanup(self, *, stop: bool) -> None:
+        """Run cleanup once (later callers wait for the first); re-raise a memory failure."""
+        if self._cleanup_done is None:
+            self._cleanup_done = anyio.Event()
+            try:
+                with anyio.CancelScope(shield=True):
+                    await self._cleanup(stop=stop)
+            except BaseException as error:
+                self._cleanup_error = error
+            finally:
+                self._cleanup_done.set()
+        else:
+            await self._cleanup_done.wait()
+        if self._cleanup_error is not None:
+            raise self._cleanup_error
+
+    async def cleanup_quietly(self, *, stop: bool) -> None:
+        try:
+            await self.cleanup(stop=stop)
+        except Exception:
+            return
+
+    async def _cleanup(self, *, stop: bool) -> None:
+        bound = self._app.cleanup_timeout
+        self._unsubscribe()
+        if self._on_abort in self._abort.listeners:
+            self._abort.listeners.remove(self._on_abort)
+        if stop and self._abort.reason is None:
+            self.controller.stop()
+        with anyio.move_on_after(bound):
+            await self._settled.wait()
+        state = self.controller.state
+        try:
+            if self._memory is not None:
+                # Messages are written only while this turn holds the session: a save of the
+                # session (compare-and-set) first proves no other worker took the lease over.
+                with anyio.fail_after(bound):
+                    await self.session.persist()
+        except BaseException:
+            self._settle_choice(state, lost=True)
+            await self._close_memory()
+            raise
+        outcome: Literal["completed", "indeterminate"] = "completed"
+        failure: BaseException | None = None
+        if self._memory is not None:
+            try:
+                with anyio.fail_after(bound):
+                    await self._memory.save(state.messages)
+            except BaseException as error:
+                outcome = "indeterminate"
+                failure = error
+        self._settle_choice(state, lost=False)
+        try:
+            with anyio.fail_after(bound):
+                await self.session.release_turn(self.submission.turn_id, outcome)
+        finally:
+            await self._close_memory()
+        if failure is not None:
+            raise failure
+
+    def _settle_choice(self, state: ChatState, *, lost: bool) -> None:
+        reservation = self._reservation
+        if reservation is None:
+            return
+        succeeded = (
+            not lost
+            and self.done
+            and not self.send_failed
+            and state.status != "error"
+            and self._abort.reason is None
+        )
+        try:
+            if succeeded:
+                reservation.commit()
+            else:
+                reservation.release()
+        except Exception:
+            return
+
+    async def _close_memory(self) -> None:
+        await self._app.close_memory(self._memory)
+
+
+class ChatApp:
+    """The chat turn handler as an ASGI app, mountable at any path.
+
+    Build it with :func:`create_chat_app`.
+
+    Attributes:
+        timeout: The whole-request deadline, in seconds.
+        cleanup_timeout: The bound of each cleanup step, in seconds.
+        max_body_bytes: The largest body read.
+        lease_ms: How long a claimed turn holds its session (timeout plus three cleanup
+            bounds), in milliseconds.
+    """
+
+    def __init__(
+        self,
+        *,
+        authenticate: ChatAuthenticate | None,
+        resolve_definition: ResolveDefinition,
+        session_storage: SessionStorageFactory,
+        chat_memory: ChatMemoryFactory | None,
+        timeout: float,
+        cleanup_timeout: float,
+        max_body_bytes: int,
+        now: Callable[[], datetime] | None,
+        create_id: Callable[[], str] | None,
+    ) -> None:
+        self.timeout = _positive_seconds(timeout)
+        self.cleanup_timeout = _positive_seconds(cleanup_timeout)
+        if (
+            isinstance(max_body_bytes, bool)
+            or not isinstance(max_body_bytes, int)
+            or not 0 < max_body_bytes <= MAX_SAFE_INTEGER
+        ):
+            raise ChatHandlerError(500, "SERVER_INVALID_CONFIG", _INVALID_CONFIG)
+        lease = (self.timeout + 3 * self.cleanup_timeout) * 1000
+        if not lease <= MAX_SAFE_INTEGER:
+            raise ChatHandlerError(500, "SERVER_INVALID_CONFIG", _INVALID_CONFIG)
+        if not callable(resolve_definition) or not callable(session_storage):
+            raise ChatHandlerError(500, "SERVER_INVALID_CONFIG", _INVALID_CONFIG)
+        self.max_body_bytes = max_body_bytes
+        self.lease_ms = max(1, math.ceil(lease))
+        self._authenticate = authenticate
+        self._resolve_definition = resolve_definition
+        self._session_storage = session_storage
+        self._chat_memory = chat_memory
+        self._now = now or _utc_now
+        self._create_id = create_id or _new_id
+        self._request_class = _import_request()
+
+    # --- the request ----------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one ASGI connection scope."""
+        if await handle_non_http(scope, receive, send):
+            return
+        deadline = anyio.current_time() + self.timeout
+        if scope.get("method") != "POST":
+            await self._send_error(
+                scope, send, _refusal(405, "REQUEST_METHOD_NOT_ALLOWED", "Only POST is supported.")
+            )
+            return
+        content_type = (header(scope, b"content-type") or "").lower()
+        if not content_type.startswith("application/json"):
+            await self._send_error(
+                scope,
+                send,
+                _refusal(
+                    415, "REQUEST_UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json."
+                ),
+            )
+            return
+        abort = _Abort()
+        body = RequestBody(
+            receive,
+            content_length=header(scope, b"content-length"),
+            limit=self.max_body_bytes,
+            timeout=self.timeout,
+        )
+        async with anyio.create_task_group() as group:
+            group.start_soon(self._watch, body, abort, deadline)
+            try:
+                await self._serve(scope, send, body, abort, group)
+            finally:
+                group.cancel_scope.cancel()
+
+    async def _watch(self, body: RequestBody, abort: _Abort, deadline: float) -> None:
+        with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
+            await body.wait_disconnect()
+            abort.fire("cancelled")
+            return
+        abort.fire("timeout")
+
+    async def _serve(
+        self,
+        scope: Scope,
+        send: Send,
+        body: RequestBody,
+        abort: _Abort,
+        group: anyio.abc.TaskGroup,
+    ) -> None:
+        turn: _Turn | Exception | None = None
+        with anyio.CancelScope() as prestream:
+
+            def cancel_prestream(_reason: _Reason) -> None:
+                prestream.cancel()
+
+            abort.listeners.append(cancel_prestream)
+            try:
+                turn = await self._prepare(scope, body, abort, group)
+            except Exception as error:
+                turn = error
+            finally:
+                abort.listeners.remove(cancel_prestream)
+        if isinstance(turn, _Refused):
+            await turn.response(scope, _no_body, send)
+            return
+        if abort.reason is not None or turn is None:
+            # Deadline or client gone before the stream started; a turn made meanwhile is
+            # already being cleaned up by its abort listener.
+            await self._send_error(scope, send, _aborted(abort.reason or "timeout"))
+            return
+        if isinstance(turn, Exception):
+            await self._send_error(scope, send, _classify(turn))
+            return
+        group.start_soon(turn.run)
+        await self._stream(send, turn, abort)
+
+    async def _prepare(
+        self, scope: Scope, body: RequestBody, abort: _Abort, group: anyio.abc.TaskGroup
+    ) -> _Turn:
+        context: Any = None
+        if self._authenticate is not None:
+            verdict = await _resolve(self._authenticate(self._request_class(scope)))
+            if isinstance(verdict, Refused):
+                raise _Refused(verdict.response)
+            if not isinstance(verdict, Authenticated):
+                raise TypeError("authenticate must return Authenticated or Refused")
+            context = verdict.context
+        submission, candidate = await self._read_submission(body)
+        session_id = submission.session_id
+        definition = await _resolve(self._resolve_definition(context, session_id))
+        storage = await _resolve(self._session_storage(context))
+        session = await _resume(definition, session_id=session_id, storage=storage, now=self._now)
+        turn_id = submission.turn_id
+        finished = next((turn for turn in session.terminal_turns if turn.turn_id == turn_id), None)
+        if finished is not None:
+            message = _COMPLETED if finished.outcome == "completed" else _INDETERMINATE
+            raise _refusal(409, "SESSION_BUSY", message)
+        before = session.active_turn
+        try:
+            claimed = await session.claim_turn(turn_id, self.lease_ms)
+        except BaseException:
+            await self._give_back(session, turn_id, before)
+            raise
+        if not claimed:
+            raise _refusal(409, "SESSION_BUSY", _BUSY, retryable=True)
+        memory: ChatMemory | None = None
+        try:
+            memory = await self._memory_for(context, session_id, definition)
+            loaded = tuple(await memory.load()) if memory is not None else ()
+            messages = loaded or tuple(definition.chat.initial_messages)
+            submission, reservation = self._choose(
+                definition, session_id, submission, candidate, messages
+            )
+            config = session.update_chat(
+                definition.chat.with_changes(memory=None, initial_messages=messages)
+            )
+            controller = ChatController(config)
+            return _Turn(
+                self,
+                submission=submission,
+                session=session,
+                controller=controller,
+                memory=memory,
+                reservation=reservation,
+                abort=abort,
+                group=group,
+            )
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self.close_memory(memory)
+                await self._give_back(session, turn_id, before)
+            raise
+
+    async def _read_submission(self, body: RequestBody) -> tuple[SubmitEvent, object]:
+        try:
+            raw = await body.read()
+        except BodyTooLarge:
+            raise _refusal(413, "REQUEST_TOO_LARGE", "Request body is too large.") from None
+        except BodyTimedOut:
+            raise _aborted("timeout") from None
+        except ClientDisconnected:
+            raise _aborted("cancelled") from None
+        try:
+            candidate = parse_candidate(as_text(raw)) if raw else NOT_JSON
+        except Exception:
+            candidate = NOT_JSON
+        if candidate is NOT_JSON:
+            raise _refusal(400, "REQUEST_INVALID_JSON", "Request body is not valid JSON.")
+        result = decode_turn_event(candidate)
+        if not isinstance(result, Decoded) or not isinstance(result.value, SubmitEvent):
+            raise _refusal(
+                400, "REQUEST_INVALID_EVENT", "Request body must be a valid turn submission."
+            )
+        return result.value, candidate
+
+    async def _memory_for(
+        self, context: Any, session_id: str, definition: ChatDefinition
+    ) -> ChatMemory | None:
+        if self._chat_memory is not None:
+            memory = await _resolve(self._chat_memory(context, session_id))
+            if memory is not None:
+                return memory
+        return definition.chat.memory
+
+    def _choose(
+        self,
+        definition: ChatDefinition,
+        session_id: str,
+        submission: SubmitEvent,
+        candidate: object,
+        messages: Sequence[ChatMessage],
+    ) -> tuple[SubmitEvent, Any]:
+        """The submission to run and its choice reservation, for a click on a shown choice."""
+        selection = _selection(candidate)
+        if selection is False:
+            raise _refusal(
+                400, "REQUEST_INVALID_EVENT", "Request body must be a valid turn submission."
+            )
+        submit = definition.choice_submission
+        if selection is None or submit is None:
+            return submission, None
+        frame = _shown_frame(messages, selection)
+        if frame is None:
+            raise _refusal(409, "CHOICE_UNAVAILABLE", _CHOICE_EXPIRED)
+        result = submit(frame, selection.choice_id, session_id=session_id)
+        if result is None:
+            return submission, None
+        value = getattr(result, "value", None)
+        if getattr(result, "unavailable", False) or not isinstance(value, str):
+            raise _refusal(409, "CHOICE_UNAVAILABLE", _CHOICE_EXPIRED)
+        chosen = submission.model_copy(
+            update={"payload": submission.payload.model_copy(update={"input": value})}
+        )
+        return chosen, result
+
+    async def _give_back(self, session: ChatSession, turn_id: str, before: object) -> None:
+        """Clear a lease this request claimed for a turn that never ran (bounded)."""
+        active = session.active_turn
+        if active is None or active is before or active.turn_id != turn_id:
+            return
+        with anyio.CancelScope(shield=True), anyio.move_on_after(self.cleanup_timeout):
+            try:
+                await session.abandon_turn(turn_id)
+            except Exception:
+                return
+
+    async def close_memory(self, memory: ChatMemory | None) -> None:
+        """Close a memory the host made for one request (errors ignored)."""
+        if memory is None or self._chat_memory is None:
+            return
+        close = getattr(memory, "aclose", None)
+        if close is None:
+            return
+        with anyio.CancelScope(shield=True), anyio.move_on_after(self.cleanup_timeout):
+            try:
+                await close()
+            except Exception:
+                return
+
+    # --- the stream -----------------------------------------------------------------------
+
+    async def _stream(self, send: Send, turn: _Turn, abort: _Abort) -> None:
+        try:
+            await send(
+                {"type": "http.response.start", "status": 200, "headers": list(_NDJSON_HEADERS)}
+            )
+            with anyio.CancelScope() as pump_scope:
+                turn.pump_scope = pump_scope
+                await self._pump(send, turn, abort)
+        except OSError:
+            # The client went away while we wrote; cleanup still runs below.
+            pass
+        finally:
+            turn.pump_finished.set()
+            await turn.cleanup_quietly(stop=True)
+
+    async def _pump(self, send: Send, turn: _Turn, abort: _Abort) -> None:
+        try:
+            while True:
+                await turn.wait()
+                if abort.reason is not None:
+                    await self._line(send, self._diagnostic_line(turn, _aborted(abort.reason)))
+                    await turn.cleanup_quietly(stop=True)
+                    break
+                state = turn.pending
+                if state is not None:
+                    turn.pending = None
+                    await turn.session.persist()
+                    await self._line(send, self._snapshot_line(turn, state))
+                    continue
+                await turn.cleanup(stop=False)
+                break
+        except OSError:
+            raise
+        except Exception as error:
+            failure = _aborted(abort.reason) if abort.reason else _classify(error)
+            try:
+                await self._line(send, self._diagnostic_line(turn, failure))
+            finally:
+                await turn.cleanup_quietly(stop=True)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _line(self, send: Send, text: str) -> None:
+        await send(
+            {"type": "http.response.body", "body": (text + "\n").encode(), "more_body": True}
+        )
+
+    def _snapshot_line(self, turn: _Turn, state: ChatState) -> str:
+        event = create_snapshot_event(
+            event_id=self._create_id(),
+            session_id=turn.submission.session_id,
+            turn_id=turn.submission.turn_id,
+            sequence=turn.session.get_cursor(),
+            emitted_at=self._now(),
+            messages=[message.to_record() for message in state.messages],
+            status=_status(state),
+            usage=state.usage,
+            lineage=_SUBMIT_LINEAGE,
+            error=_TURN_FAILED if state.error is not None else None,
+        )
+        return event.to_json()
+
+    def _diagnostic_line(self, turn: _Turn, failure: _Failure) -> str:
+        return encode_turn_event(
+            {
+                "protocol": "agentskit.chat.turn",
+                "version": 1,
+                "eventId": self._create_id(),
+                "sessionId": turn.submission.session_id,
+                "turnId": turn.submission.turn_id,
+                "sequence": turn.session.get_cursor() + 1,
+                "emittedAt": format_message_timestamp(self._now()),
+                "event": "server.turn.diagnostic",
+                "payload": _diagnostic(failure),
+            }
+        )
+
+    async def _send_error(self, scope: Scope, send: Send, failure: _Failure) -> None:
+        body = js_stringify({"error": _diagnostic(failure)}).encode()
+        headers = list(_JSON_HEADERS)
+        if failure.status == 405:
+            headers.append((b"allow", b"POST"))
+        try:
+            await send_response(scope, send, failure.status, headers, body)
+        except OSError:
+            return
+
+
+class _Refused(Exception):
+    """Internal: the host refused the request; its response is sent unchanged."""
+
+    def __init__(self, response: Any) -> None:
+        super().__init__("refused")
+        self.response = response
+
+
+async def _no_body() -> dict[str, Any]:
+    return {"type": "http.disconnect"}
+
+
+def create_chat_app(
+    *,
+    resolve_definition: ResolveDefinition,
+    session_storage: SessionStorageFactory,
+    authenticate: ChatAuthenticate | None = None,
+    chat_memory: ChatMemoryFactory | None = None,
+    timeout: float = 30.0,
+    cleanup_timeout: float = 5.0,
+    max_body_bytes: int = 65536,
+    now: Callable[[], datetime] | None = None,
+    create_id: Callable[[], str] | None = None,
+) -> ChatApp:
+    """Build the chat turn handler as an ASGI app (mount it in Starlette or FastAPI).
+
+    Args:
+        resolve_definition: ``(context, session_id)`` → the chat definition (sync or async).
+        session_storage: ``(context)`` → the compare-and-set session storage every worker
+            shares (sync or async).
+        authenticate: ``(request)`` → ``Authenticated(context)`` or ``Refused(response)``; the
+            request's body cannot be read. The trusted context comes only from here; anything
+            of the kind in the body is ignored. Without it, every request is served with a
+            ``None`` context.
+        chat_memory: ``(context, session_id)`` → a chat memory for this request (closed by the
+            handler), or ``None`` to use the definition's ``chat.memory``. Messages are loaded
+            from it after the lease is claimed and saved to it when the turn ends.
+        timeout: The whole-request deadline, in seconds.
+        cleanup_timeout: The bound of each cleanup step (waiting for the turn, saving the
+            messages, releasing the lease), in seconds. A lease lasts
+            ``timeout + 3 * cleanup_timeout``, so a worker killed mid-turn blocks its session
+            for at most that long.
+        max_body_bytes: The largest body read, in bytes.
+        now: The clock of timestamps and leases (UTC); the wall clock by default.
+        create_id: Makes event ids; random UUIDs by default.
+
+    Raises:
+        ChatHandlerError: 500 ``SERVER_INVALID_CONFIG`` for a non-positive or non-finite
+            timeout or body limit, or a lease too long to store.
+        ImportError: when the ``server`` extra (Starlette) is not installed.
+
+    Example::
+
+        app = create_chat_app(
+            resolve_definition=lambda context, session_id: DEFINITION,
+            session_storage=lambda context: SQLiteSessionStorage("chat.db"),
+            chat_memory=lambda context, session_id: SQLiteChatMemory("chat.db", session_id),
+        )
+    """
+    return ChatApp(
+        authenticate=authenticate,
+        resolve_definition=resolve_definition,
+        session_storage=session_storage,
+        chat_memory=chat_memory,
+        timeout=timeout,
+        cleanup_timeout=cleanup_timeout,
+        max_body_bytes=max_body_bytes,
+        now=now,
+        create_id=create_id,
+    )

@@ -1,0 +1,196 @@
+"""Shared pieces of the chat handler tests: an echo model, stores, a submission builder."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+import anyio
+
+from agentskit_chat.conversation import ChatDefinition, InMemorySessionStorage, define_chat
+from agentskit_chat.runtime import (
+    AdapterCapabilities,
+    AdapterRequest,
+    ChatConfig,
+    ChatMessage,
+    ChatSource,
+    InMemoryChatMemory,
+    StreamChunk,
+)
+from agentskit_chat.server import create_chat_app
+
+NOW: Final = datetime(2026, 7, 11, tzinfo=UTC)
+JSON: Final = {"content-type": "application/json"}
+
+
+class Clock:
+    """A settable clock."""
+
+    def __init__(self, moment: datetime = NOW) -> None:
+        self.moment = moment
+
+    def __call__(self) -> datetime:
+        return self.moment
+
+    def advance(self, ms: int) -> None:
+        self.moment += timedelta(milliseconds=ms)
+
+
+class EchoSource:
+    """``Echo: <last user message>``, after waiting for ``gate`` when one is given."""
+
+    def __init__(self, adapter: EchoAdapter, reply: str) -> None:
+        self.adapter = adapter
+        self.reply = reply
+        self.aborts = 0
+
+    def abort(self) -> None:
+        self.aborts += 1
+        self.adapter.aborts += 1
+
+    async def stream(self) -> AsyncIterator[StreamChunk]:
+        adapter = self.adapter
+        adapter.started.set()
+        if adapter.fail:
+            raise RuntimeError("model exploded")
+        yield StreamChunk("text", content=adapter.prefix)
+        if adapter.gate is not None:
+            await adapter.gate.wait()
+        yield StreamChunk("text", content=self.reply[len(adapter.prefix) :])
+        adapter.finished += 1
+        yield StreamChunk("done")
+
+
+@dataclass
+class EchoAdapter:
+    """A stand-in model: counts turns and aborts; ``gate`` holds each turn mid-stream."""
+
+    gate: anyio.Event | None = None
+    fail: bool = False
+    prefix: str = "Echo"
+    calls: int = 0
+    aborts: int = 0
+    finished: int = 0
+    inputs: list[str] = field(default_factory=list)
+    started: anyio.Event = field(default_factory=anyio.Event)
+    capabilities: AdapterCapabilities | None = None
+
+    def create_source(self, request: AdapterRequest) -> ChatSource:
+        self.calls += 1
+        last = next(m.content for m in reversed(request.messages) if m.role == "user")
+        self.inputs.append(last)
+        return EchoSource(self, f"Echo: {last}")
+
+
+class Memories:
+    """One in-memory chat memory per session id; ``fail_save``/``fail_load`` make them fail."""
+
+    def __init__(self) -> None:
+        self.by_session: dict[str, InMemoryChatMemory] = {}
+        self.fail_save = False
+        self.fail_load = False
+        self.saves = 0
+
+    def __call__(self, context: Any, session_id: str) -> Any:
+        memory = self.by_session.setdefault(session_id, InMemoryChatMemory())
+        return _Watched(self, memory)
+
+    def messages(self, session_id: str) -> tuple[ChatMessage, ...]:
+        memory = self.by_session.get(session_id)
+        return () if memory is None else tuple(memory._messages)
+
+
+class _Watched:
+    def __init__(self, owner: Memories, memory: InMemoryChatMemory) -> None:
+        self._owner = owner
+        self._memory = memory
+
+    async def load(self) -> Sequence[ChatMessage]:
+        if self._owner.fail_load:
+            raise RuntimeError("memory load failed")
+        return await self._memory.load()
+
+    async def save(self, messages: Sequence[ChatMessage]) -> None:
+        self._owner.saves += 1
+        if self._owner.fail_save:
+            raise RuntimeError("memory save failed")
+        await self._memory.save(messages)
+
+
+class RejectingLaterSaves(InMemorySessionStorage):
+    """Accepts the first ``accept`` saves (the claim), then refuses every compare-and-set."""
+
+    def __init__(self, accept: int = 1) -> None:
+        super().__init__()
+        self.accept = accept
+
+    async def save(self, snapshot: Any, expected_cursor: int | None) -> bool:
+        if self.accept <= 0:
+            return False
+        self.accept -= 1
+        return await super().save(snapshot, expected_cursor)
+
+
+def definition(adapter: EchoAdapter, **fields: Any) -> ChatDefinition:
+    return define_chat(id="support", chat=ChatConfig(adapter=adapter), **fields)
+
+
+def submit(
+    *,
+    session_id: str = "session-1",
+    turn_id: str = "turn-1",
+    event_id: str = "event-1",
+    text: str = "hello",
+    extra: Mapping[str, Any] | None = None,
+    payload: Mapping[str, Any] | None = None,
+) -> bytes:
+    event: dict[str, Any] = {
+        "protocol": "agentskit.chat.turn",
+        "version": 1,
+        "eventId": event_id,
+        "sessionId": session_id,
+        "turnId": turn_id,
+        "sequence": 0,
+        "emittedAt": "2026-07-11T00:00:00.000Z",
+        "event": "client.turn.submit",
+        "payload": {"input": text, **(payload or {})},
+    }
+    event.update(extra or {})
+    return json.dumps(event).encode()
+
+
+def lines(body: bytes) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in body.decode().splitlines() if line]
+
+
+@dataclass
+class Harness:
+    """A chat app over shared in-memory stores, with the hooks' calls recorded."""
+
+    adapter: EchoAdapter = field(default_factory=EchoAdapter)
+    storage: InMemorySessionStorage = field(default_factory=InMemorySessionStorage)
+    memories: Memories = field(default_factory=Memories)
+    clock: Clock = field(default_factory=Clock)
+    calls: list[str] = field(default_factory=list)
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def app(self, **options: Any) -> Any:
+        def resolve(context: Any, session_id: str) -> ChatDefinition:
+            self.calls.append(f"definition:{context}")
+            return definition(self.adapter, **self.fields)
+
+        return create_chat_app(
+            resolve_definition=resolve,
+            session_storage=lambda context: self.storage,
+            chat_memory=self.memories,
+            now=self.clock,
+            **options,
+        )
+
+    def stored(self, session_id: str = "session-1") -> dict[str, Any]:
+        """The session's stored snapshot, parsed."""
+        data = self.storage._data[session_id]
+        return dict(json.loads(data))
