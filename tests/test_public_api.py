@@ -365,6 +365,7 @@ PUBLIC_NAMES: dict[str, list[str]] = {
     ],
     "agentskit_chat.storage": [
         "AnyAskSessionStore",
+        "ChatStores",
         "MemoryAskSessionStore",
         "PostgresAskSessionStore",
         "PostgresChatMemory",
@@ -377,6 +378,7 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "SQLiteSessionStorage",
         "check_session_key",
         "open_ask_session_store",
+        "open_chat_stores",
         "parse_storage_key",
         "storage_key",
     ],

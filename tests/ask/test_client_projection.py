@@ -548,3 +548,26 @@ def test_client_trims_history_to_the_body_limit() -> None:
     assert [m.content for m in trimmed] == [w["content"] for w in wire[-len(trimmed) :]]
     huge = [{"role": "user", "content": "é" * 16384}]
     assert len(trim_ask_history(huge, max_bytes=10)) == 1
+
+
+def test_the_turns_own_empty_placeholder_is_not_sent_as_history() -> None:
+    # What a chat controller hands its adapter: the history, the new user message, and the
+    # empty streaming assistant message the answer will fill. Only real messages are sent.
+    import json  # noqa: PLC0415
+
+    from agentskit_chat.ask import encode_ask_request_body  # noqa: PLC0415
+    from agentskit_chat.runtime import AdapterRequest  # noqa: PLC0415
+
+    at = datetime(2026, 7, 13, tzinfo=UTC)
+    messages = (
+        ChatMessage(id="u1", role="user", content="First?", created_at=at),
+        ChatMessage(id="a1", role="assistant", content="Answer.", created_at=at),
+        ChatMessage(id="u2", role="user", content="Second?", created_at=at),
+        ChatMessage(id="a2", role="assistant", content="", created_at=at, status="streaming"),
+    )
+    body = json.loads(encode_ask_request_body(AdapterRequest(messages=messages), "s-1"))
+    assert body["messages"] == [
+        {"role": "user", "content": "First?"},
+        {"role": "assistant", "content": "Answer."},
+        {"role": "user", "content": "Second?"},
+    ]

@@ -152,7 +152,12 @@ def encode_ask_request_body(
     body: dict[str, Any] = {"protocol": ASK_REQUEST_PROTOCOL, "version": ASK_REQUEST_VERSION}
     if session_id != UNSCOPED_SESSION_ID:
         body["sessionId"] = session_id
-    history = trim_ask_history(project_ask_messages(request.messages))
+    projected = [
+        message
+        for message in project_ask_messages(request.messages)
+        if message["role"] == "user" or message["content"]
+    ]
+    history = trim_ask_history(projected)
     body["messages"] = [message.to_wire() for message in history]
     escalation = _escalation(request)
     if escalation is not None:

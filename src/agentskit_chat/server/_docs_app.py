@@ -1,6 +1,6 @@
 """The docs assistant on the web: the Ask API, exact-first answers, health and metrics.
 
-One Starlette app, five routes:
+One Starlette app, six routes:
 
 - ``GET /``: a plain-text list of the routes;
 - ``POST /api/answer``: ``{"question": "...", "sessionId"?: "..."}`` in, one
@@ -8,6 +8,9 @@ One Starlette app, five routes:
   :meth:`~agentskit_chat.assistant.DocsAssistant.ask`, exact answers first;
 - ``POST /api/ask``: the Ask service (``agentskit.chat.ask`` v1 in, NDJSON events out), in the
   Ask protocol's order of checks;
+- ``POST /api/chat``: the assistant as a chat (``agentskit.chat.turn`` v1: one
+  ``client.turn.submit`` in, ``server.turn.snapshot`` lines out), exact answers first, with
+  sessions and messages in the app's :class:`~agentskit_chat.storage.ChatStores`;
 - ``GET /metrics``: the Ask service's metrics for Prometheus;
 - ``GET /healthz``: readiness, and nothing else (``{"status":"ok"}``, or ``503`` naming the
   failing check): the one route open to every client, so a load balancer can probe it.
@@ -28,6 +31,7 @@ from agentskit_chat.assistant import Caller, DocsAssistant
 from agentskit_chat.errors import AskServiceError
 from agentskit_chat.protocol._decode import NOT_JSON, as_text, parse_candidate
 from agentskit_chat.service import Authenticated, AuthResult, Refused
+from agentskit_chat.storage import ChatStores, open_chat_stores
 
 from ._asgi import (
     ASGIApp,
@@ -48,6 +52,7 @@ from ._body import (
     RequestBody,
     check_body_timeout,
 )
+from ._docs_chat import DocsChatRoute
 from ._errors import method_allowed, send_case, send_service_error
 
 if TYPE_CHECKING:
@@ -61,6 +66,8 @@ __all__ = ["MAX_ANSWER_BODY", "create_docs_assistant_app"]
 MAX_ANSWER_BODY: Final = 65536
 #: The routes every client may call; every other route needs the caller admitted.
 _PUBLIC: Final = frozenset({"/healthz"})
+#: Routes that run the same gate themselves, after their protocol's method and media checks.
+_SELF_AUTHENTICATED: Final = frozenset({"/api/ask", "/api/chat"})
 _JSON: Final = (b"content-type", b"application/json; charset=utf-8")
 _TEXT: Final = (b"content-type", b"text/plain; charset=utf-8")
 _NOSNIFF: Final = (b"x-content-type-options", b"nosniff")
@@ -68,6 +75,7 @@ _INDEX: Final = (
     b"agentskit-chat docs assistant\n\n"
     b'POST /api/answer  {"question": "..."} -> one agentskit.chat.answer envelope (JSON)\n'
     b"POST /api/ask     agentskit.chat.ask request -> NDJSON events\n"
+    b"POST /api/chat    agentskit.chat.turn submission -> NDJSON snapshots\n"
     b"GET  /healthz     readiness\n"
     b"GET  /metrics     Prometheus metrics\n"
 )
@@ -76,8 +84,9 @@ _INDEX: Final = (
 class _Guard:
     """Refuses every caller the gate does not admit, on every route but the public ones.
 
-    ``/api/ask`` is admitted here and authenticated again by its own pipeline with the same
-    gate, so the Ask protocol's order (method and media type before identity) holds there.
+    ``/api/ask`` and ``/api/chat`` are admitted here and authenticated by their own handlers
+    with the same gate, so their protocols' order (method and media type before identity)
+    holds there.
     """
 
     def __init__(self, app: ASGIApp, gate: ApiKeyGate) -> None:
@@ -89,7 +98,7 @@ class _Guard:
         if (
             scope.get("type") == "http"
             and path not in _PUBLIC
-            and path != "/api/ask"
+            and path not in _SELF_AUTHENTICATED
             and self._gate.admit(scope) is None
         ):
             await self._gate.refuse(scope, send)
@@ -222,6 +231,8 @@ def create_docs_assistant_app(
     *,
     api_key: str | None = None,
     body_timeout: float = DEFAULT_BODY_TIMEOUT_S,
+    stores: ChatStores | None = None,
+    chat_timeout: float = 30.0,
 ) -> Starlette:
     """The web app of ``assistant`` (see the module documentation for its routes).
 
@@ -233,6 +244,10 @@ def create_docs_assistant_app(
         api_key: The key every client must send as ``Authorization: Bearer <key>``; by default
             the assistant's own ``api_key``. Without a key, only loopback clients are served.
         body_timeout: How long a client may take to send a request body, in seconds.
+        stores: Where ``/api/chat`` keeps sessions and messages (borrowed: the caller opens
+            and closes them); by default this process's memory. Give the assistant the same
+            stores' ``ask_sessions`` so that every worker shares everything.
+        chat_timeout: The deadline of one chat turn, in seconds.
 
     Raises:
         ConfigurationError: a blank key or one with white space, or a non-positive timeout.
@@ -256,6 +271,7 @@ def create_docs_assistant_app(
 
     gate = ApiKeyGate(assistant.api_key if api_key is None else api_key)
     timeout = check_body_timeout(body_timeout)
+    chat_stores = open_chat_stores("memory:") if stores is None else stores
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -273,6 +289,7 @@ def create_docs_assistant_app(
             Route("/", _Index()),
             Route("/api/ask", _AskRoute(assistant, gate, timeout)),
             Route("/api/answer", _AnswerRoute(assistant, gate, timeout)),
+            Route("/api/chat", DocsChatRoute(assistant, gate, chat_stores, chat_timeout)),
             Route("/healthz", create_healthz_app({"index": assistant.ready})),
             Route("/metrics", _metrics_app(assistant)),
         ],

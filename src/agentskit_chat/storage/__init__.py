@@ -11,10 +11,13 @@ what changed since the memory last loaded or saved.
 :class:`SQLiteSessionStorage`, :class:`PostgresSessionStorage` and :class:`RedisSessionStorage`
 keep chat session snapshots (the :class:`~agentskit_chat.conversation.SessionStorage` port,
 compare-and-set on the cursor) in a SQLite file, a PostgreSQL table or Redis hashes.
+:func:`open_chat_stores` builds all three kinds on one backend from a URL, sharing its
+connections, for a chat server whose workers share everything.
 """
 
 from __future__ import annotations
 
+from ._chat_stores import ChatStores, open_chat_stores
 from ._keys import check_session_key, parse_storage_key, storage_key
 from ._memory import MemoryAskSessionStore
 from ._open import AnyAskSessionStore, open_ask_session_store
@@ -30,6 +33,7 @@ from ._sqlite_session import SQLiteSessionStorage
 
 __all__ = [
     "AnyAskSessionStore",
+    "ChatStores",
     "MemoryAskSessionStore",
     "PostgresAskSessionStore",
     "PostgresChatMemory",
@@ -42,6 +46,7 @@ __all__ = [
     "SQLiteSessionStorage",
     "check_session_key",
     "open_ask_session_store",
+    "open_chat_stores",
     "parse_storage_key",
     "storage_key",
 ]

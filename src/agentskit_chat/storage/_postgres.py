@@ -157,6 +157,14 @@ class PostgresAskSessionStore:
 
         return await self._table.call(write)
 
+    async def open(self) -> None:
+        """Connect and create the table now, so a bad configuration fails at start-up.
+
+        Raises:
+            StorageError: the server cannot be reached or the table cannot be created.
+        """
+        await self._table.open()
+
     async def aclose(self) -> None:
         """Stop using the pool, and close it if this store opened it. Idempotent."""
         await self._table.aclose()

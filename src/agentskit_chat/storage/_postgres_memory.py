@@ -189,6 +189,14 @@ class PostgresChatMemory:
                 await connection.execute(self._truncate, (cid, len(rows)))
             await connection.execute(self._upsert_head, (cid, plan.generation, len(rows)))
 
+    async def open(self) -> None:
+        """Connect and create the table now, so a bad configuration fails at start-up.
+
+        Raises:
+            StorageError: the server cannot be reached or the table cannot be created.
+        """
+        await self._table.open()
+
     async def aclose(self) -> None:
         """Stop using the pool, and close it if this memory opened it. Idempotent."""
         await self._table.aclose()

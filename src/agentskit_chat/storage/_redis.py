@@ -130,6 +130,14 @@ class RedisAskSessionStore:
             raise invalid_error(_BACKEND)
         return bool(outcome == 1)
 
+    async def open(self) -> None:
+        """Connect now (one ``PING``), so a bad configuration fails at start-up.
+
+        Raises:
+            StorageError: the server cannot be reached.
+        """
+        await self._redis.ping()
+
     async def aclose(self) -> None:
         """Stop using the client, and close it if this store created it. Idempotent."""
         await self._redis.aclose()

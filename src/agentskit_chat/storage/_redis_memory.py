@@ -166,6 +166,14 @@ class RedisChatMemory:
         outcome = await self._redis.call(lambda client: self._script(keys=[self._key], args=args))
         return bool(outcome == 1)
 
+    async def open(self) -> None:
+        """Connect now (one ``PING``), so a bad configuration fails at start-up.
+
+        Raises:
+            StorageError: the server cannot be reached.
+        """
+        await self._redis.ping()
+
     async def aclose(self) -> None:
         """Stop using the client, and close it if this memory created it. Idempotent."""
         await self._redis.aclose()

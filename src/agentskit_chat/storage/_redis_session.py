@@ -130,6 +130,14 @@ class RedisSessionStorage:
         name = self._prefix + session_id
         await self._redis.call(lambda client: client.delete(name))
 
+    async def open(self) -> None:
+        """Connect now (one ``PING``), so a bad configuration fails at start-up.
+
+        Raises:
+            StorageError: the server cannot be reached.
+        """
+        await self._redis.ping()
+
     async def aclose(self) -> None:
         """Stop using the client, and close it if this storage created it. Idempotent."""
         await self._redis.aclose()

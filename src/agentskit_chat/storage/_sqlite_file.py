@@ -197,6 +197,14 @@ class SQLiteFileOwner:
         """Close the connection (blocking; use :meth:`aclose` from async code). Idempotent."""
         self._file.close()
 
+    async def open(self) -> None:
+        """Open the file and create the tables now, so a bad path fails at start-up.
+
+        Raises:
+            StorageError: the file cannot be opened or used.
+        """
+        await self._file.open()
+
     async def aclose(self) -> None:
         """Close the connection from a worker thread. Idempotent."""
         await self._file.aclose()
