@@ -542,6 +542,57 @@ def test_no_overlap_says_no_grounded_sources(query: str, sources: list[GroundedS
     assert ExtractiveGenerator().compose(query, sources) == NO_GROUNDED_ANSWER
 
 
+# --- quantities ---------------------------------------------------------------------------------
+
+LIMITS = source(
+    1,
+    "The protocol owns these boundaries:\n\n"
+    "- knowledge: immutable entries that declare exact aliases\n"
+    "- answer: citations and confidence\n\n"
+    "Artifacts are capped at 512 KiB, 1,024 entries, and 16 aliases per entry.\n\n"
+    "A site declares its knowledge in one file.",
+    "Protocol",
+)
+VERSIONS = source(
+    1,
+    "| Renderer | Needs |\n| --- | --- |\n| Web | React 18+ |\n| Terminal | Ink 7.1+ |\n\n"
+    "The terminal renderer draws with Ink in an interactive terminal.",
+    "Compatibility",
+)
+
+
+@pytest.mark.parametrize(
+    ("query", "sources", "lead"),
+    [
+        # Asked for a quantity, the passage that states the asked term with a number leads,
+        # though another holds more of the question's words.
+        (
+            "How many aliases can one knowledge entry declare?",
+            [LIMITS],
+            "Artifacts are capped at 512 KiB, 1,024 entries, and 16 aliases per entry [1].",
+        ),
+        ("Which Ink version does the terminal renderer need?", [VERSIONS], "Compatibility [1]:"),
+        # Asked for no quantity, the passage with most of the question's words leads.
+        (
+            "Which knowledge entries declare aliases?",
+            [LIMITS],
+            "The protocol owns these boundaries [1]:",
+        ),
+        (
+            "Which terminal renderer draws with Ink?",
+            [VERSIONS],
+            "The terminal renderer draws with Ink in an interactive terminal [1].",
+        ),
+    ],
+    ids=["how-many", "which-version", "no-quantity", "no-version"],
+)
+def test_a_question_asking_for_a_quantity_leads_with_the_passage_stating_it(
+    query: str, sources: list[GroundedSource], lead: str
+) -> None:
+    answer = compose(query, *sources)
+    assert answer.split("\n\n")[0] == lead
+
+
 # --- properties ---------------------------------------------------------------------------------
 
 WORD = st.sampled_from(

@@ -5,7 +5,10 @@ per item), tables (one unit per row, the header kept apart) and fenced code. The
 every unit are reduced to content terms (:mod:`agentskit_chat._terms`); a unit scores the summed
 rarity of the question terms it holds (inverse frequency over all units of the sources), and a
 section scores its best unit plus the rarity of the question terms in its title, a little less
-the lower the search ranked it.
+the lower the search ranked it. A question (or part) that asks for a quantity ("how many",
+"how long", "maximum", "which version") also wants each of its terms stated with a number: a
+unit holds a term so when the term is within three words of a number ("16 aliases per entry",
+"Ink 7.1+"), and that counts as one more (rare) term, so the unit stating the quantity leads.
 
 The answer draws on one to ``max_sections`` sections. A question with parts ("X, and Y?",
 :func:`question_parts`) is answered part by part, in its order: each part by the section that
@@ -39,7 +42,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, Literal
 
-from agentskit_chat._terms import content_terms, question_clauses, term_set
+from agentskit_chat._terms import content_terms, question_clauses, stem, term_set, words
 from agentskit_chat.protocol import GroundedSource
 
 __all__ = ["NO_GROUNDED_ANSWER", "Block", "compose_answer", "parse_blocks", "question_parts"]
@@ -65,6 +68,22 @@ _SHORT_PARAGRAPH: Final = 320
 _MAX_CODE_LINES: Final = 12
 #: Beside its best passage, a section shows others at least this good, relative to the best.
 _GROUP_SHARE: Final = 0.3
+#: A question that asks for a quantity: "how many", "how long", "maximum", "which version".
+_ASKS_QUANTITY: Final = re.compile(
+    r"\bhow\s+(?:many|much|long|big|large|old|often|far|high|low|small|fast)\b|"
+    r"\b(?:max(?:imum)?|min(?:imum)?|limit|cap|ceiling|version|size|count|number)s?\b",
+    re.IGNORECASE,
+)
+_NUMBER_TEXT: Final = """
+    one two three four five six seven eight nine ten eleven twelve twenty hundred thousand million
+    once twice
+"""
+#: Words that write a number (digits do too).
+_NUMBER_WORDS: Final = frozenset(_NUMBER_TEXT.split())
+#: A word this close to a number (in words) is stated with it: "16 aliases", "Ink 7.1+".
+_NUMBER_WINDOW: Final = 3
+#: A unit holds ``#term`` beside ``term`` when it states the term with a number.
+_WITH_NUMBER: Final = "#"
 #: The search's order counts too: the n-th source's score is divided by 1 + decay × (n - 1).
 _RANK_DECAY: Final = 0.1
 #: Question terms in a section's title count this much of their rarity.
@@ -179,9 +198,28 @@ class _Section:
     terms: frozenset[str] = frozenset()  # the question terms its title and best unit hold
 
 
+def _unit_terms(unit: str) -> frozenset[str]:
+    """The stems of ``unit``, and ``#stem`` for each word within ``_NUMBER_WINDOW`` words of a
+    number (what a question asking for a quantity looks for)."""
+    found = words(unit)
+    terms = {stem(word) for word in found}
+    for at, word in enumerate(found):
+        if word in _NUMBER_WORDS or any(char.isdigit() for char in word):
+            near = found[max(0, at - _NUMBER_WINDOW) : at + _NUMBER_WINDOW + 1]
+            terms.update(_WITH_NUMBER + stem(other) for other in near)
+    return frozenset(terms)
+
+
+def _wanted(text: str, terms: tuple[str, ...]) -> tuple[str, ...]:
+    """``terms``, and when ``text`` asks for a quantity, each of them stated with a number."""
+    if _ASKS_QUANTITY.search(text) is None:
+        return terms
+    return (*terms, *(_WITH_NUMBER + term for term in terms))
+
+
 def _section(number: int, source: GroundedSource) -> _Section:
     blocks = parse_blocks(source.excerpt)
-    unit_terms = [[term_set(unit) for unit in block.units] for block in blocks]
+    unit_terms = [[_unit_terms(unit) for unit in block.units] for block in blocks]
     return _Section(number, source.title, blocks, unit_terms, term_set(source.title))
 
 
@@ -379,9 +417,10 @@ def compose_answer(
     wanted = content_terms(query)
     if not wanted or not sources:
         return NO_GROUNDED_ANSWER
+    wanted = _wanted(query, wanted)
     parsed = [_section(number, source) for number, source in enumerate(sources, start=1)]
     chosen: list[tuple[_Section, bool]] = []  # each with whether to show its code
-    clauses = question_parts(query) if max_sections > 1 else []
+    clauses = _parts(query) if max_sections > 1 else []
     if len(clauses) > 1:
         # A question with parts: each part is answered by the section that answers it best,
         # and shows code when that part asks how to do something.
@@ -451,6 +490,18 @@ def question_parts(query: str) -> list[tuple[str, ...]]:
         if terms and terms not in parts:
             parts.append(terms)
     return parts or [content_terms(query)]
+
+
+def _parts(query: str) -> list[tuple[str, ...]]:
+    """:func:`question_parts`, with what a part asking for a quantity wants beside its terms."""
+    context, clauses = question_clauses(query)
+    parts: list[tuple[str, ...]] = []
+    for piece in clauses:
+        terms = content_terms(piece) or content_terms(f"{context} {piece}")
+        terms = _wanted(piece, terms)
+        if terms and terms not in parts:
+            parts.append(terms)
+    return parts
 
 
 def _unique(parts: Iterable[str]) -> list[str]:
