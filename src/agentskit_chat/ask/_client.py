@@ -96,6 +96,11 @@ class _Settings:
     ssl_context: ssl.SSLContext | None
 
 
+def ask_failure_message(status: int) -> str:
+    """The ``error`` chunk text of an Ask response with HTTP status ``status`` (not 2xx)."""
+    return f"Ask request failed ({status})."
+
+
 def _error(message: str) -> StreamChunk:
     return StreamChunk("error", content=message)
 
@@ -165,7 +170,7 @@ class AskSource:
                 if final is None and not self._aborted:
                     final = _error(ASK_CONNECT_TIMEOUT_MESSAGE)
             elif not 200 <= response.status_code < 300:
-                final = _error(f"Ask request failed ({response.status_code}).")
+                final = _error(ask_failure_message(response.status_code))
             else:
                 reader = AskResponseReader(response.headers.get("content-type"))
                 encoder = AskContentEncoder(

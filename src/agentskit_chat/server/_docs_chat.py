@@ -13,12 +13,22 @@ backend, so any worker can take any turn.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any, Final
 
 from agentskit_chat.answers import create_deterministic_answer_adapter
-from agentskit_chat.assistant import Caller, DocsAssistant
+from agentskit_chat.assistant import NO_GROUNDED_SOURCES, Caller, DocsAssistant
 from agentskit_chat.conversation import ChatDefinition, define_chat
-from agentskit_chat.runtime import ChatConfig, ChatMemory
+from agentskit_chat.runtime import (
+    AdapterCapabilities,
+    AdapterRequest,
+    ChatAdapter,
+    ChatConfig,
+    ChatMemory,
+    ChatSource,
+    StreamChunk,
+    create_scoped_source,
+)
 from agentskit_chat.service import AskService, Authenticated, AuthResult, Refused
 from agentskit_chat.storage import ChatStores
 
@@ -32,9 +42,50 @@ __all__ = ["DOCS_CHAT_ID", "DocsChatRoute"]
 
 #: The chat definition id of the docs assistant's chat (stored in every session snapshot).
 DOCS_CHAT_ID: Final = "docs-assistant"
-#: Who the in-process Ask calls of chat turns are made for (rate limits count them together).
-_CHAT_CALLER: Final = Caller("http", "chat")
+#: Who the in-process Ask calls of chat turns are made for (the chat route admitted the caller).
+_CHAT_CALLER: Final = Caller("in-process", "chat")
 _BASE_URL: Final = "http://docs-assistant.invalid"
+
+
+class _Refusal:
+    """A source that turns the Ask service's "no grounded sources" refusal into an answer.
+
+    Over HTTP that refusal is a 422 error response, which the Ask client reports as a failed
+    turn; in the docs chat it is the honest answer, so the user reads it as one.
+    """
+
+    def __init__(self, source: ChatSource, refused: str) -> None:
+        self._source = source
+        self._refused = refused
+
+    def abort(self) -> None:
+        self._source.abort()
+
+    async def stream(self) -> AsyncIterator[StreamChunk]:
+        async for chunk in self._source.stream():
+            if chunk.type == "error" and chunk.content == self._refused:
+                yield StreamChunk("text", content=NO_GROUNDED_SOURCES)
+                yield StreamChunk("done")
+                return
+            yield chunk
+
+
+class _RefusalAware:
+    """The Ask client adapter whose refusals are answers (see :class:`_Refusal`)."""
+
+    def __init__(self, inner: ChatAdapter, refused: str) -> None:
+        self._inner = inner
+        self._refused = refused
+
+    @property
+    def capabilities(self) -> AdapterCapabilities | None:
+        return self._inner.capabilities
+
+    def create_source(self, request: AdapterRequest) -> ChatSource:
+        return _Refusal(self._inner.create_source(request), self._refused)
+
+    def create_source_for_session(self, request: AdapterRequest, session_id: str) -> ChatSource:
+        return _Refusal(create_scoped_source(self._inner, request, session_id), self._refused)
 
 
 def docs_chat_definition(assistant: DocsAssistant, service: AskService) -> ChatDefinition:
@@ -42,13 +93,16 @@ def docs_chat_definition(assistant: DocsAssistant, service: AskService) -> ChatD
     import httpx  # noqa: PLC0415 - the server extra is optional
 
     from agentskit_chat.ask import create_ask_adapter  # noqa: PLC0415
+    from agentskit_chat.ask._client import ask_failure_message  # noqa: PLC0415
+    from agentskit_chat.protocol import ASK_ERROR_CASES  # noqa: PLC0415
 
     def authenticate(request: object) -> AuthResult:
         return Authenticated(_CHAT_CALLER)
 
     ask_app = AskServiceApp(service, authenticate)
     client = httpx.AsyncClient(transport=httpx.ASGITransport(app=ask_app), base_url=_BASE_URL)
-    fallback = create_ask_adapter(endpoint="/api/ask", http_client=client)
+    refused = ask_failure_message(ASK_ERROR_CASES["no_grounded_sources"].status)
+    fallback = _RefusalAware(create_ask_adapter(endpoint="/api/ask", http_client=client), refused)
     build = assistant.artifact_build
     adapter = create_deterministic_answer_adapter(
         artifact=build.artifact,

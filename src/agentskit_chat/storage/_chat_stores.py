@@ -41,8 +41,9 @@ async def _nothing() -> None:
 class ChatStores:
     """Ask sessions, chat sessions and chat memories on one backend.
 
-    Build it with :func:`open_chat_stores`; :meth:`open` connects and creates tables (so a bad
-    URL fails at start-up), :meth:`aclose` closes what it opened.
+    Build it with :func:`open_chat_stores`, then :meth:`open` it (or ``async with`` it) before
+    use: that connects and creates the tables, so a bad URL fails at start-up; :meth:`aclose`
+    closes what it opened.
 
     Attributes:
         backend: ``memory``, ``sqlite``, ``postgresql`` or ``redis``.
@@ -73,6 +74,13 @@ class ChatStores:
     async def aclose(self) -> None:
         """Close the connections these stores opened. Idempotent."""
         await self._close()
+
+    async def __aenter__(self) -> ChatStores:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
 
 def _memory_stores() -> ChatStores:
