@@ -326,7 +326,8 @@ MANY_PLANS = source(
         (
             "What is the burst of plan4 and plan9?",
             MANY_PLANS,
-            {"max_answer_chars": 70},
+            # Room for the title, the header and its rule, and two rows.
+            {"max_answer_chars": 100},
             (
                 "Plans [1]:",
                 "| Plan | Limit | Burst |",
@@ -376,6 +377,26 @@ def test_a_table_answer_stays_a_markdown_table(
 def test_a_table_keeps_its_header_however_its_rule_is_written(table: str, expected: str) -> None:
     answer = compose("What rate does the Team plan get?", source(1, table, "Limits"))
     assert answer == f"Limits [1]:\n\n{expected}"
+
+
+def test_a_cut_table_counts_its_title_and_header_so_a_second_section_still_fits() -> None:
+    # The second part's table did not fit whole; its title, header and best row do.
+    install = source(1, "Install the widget with the installer:\n\n```\npip install widget\n```\n")
+    matrix = source(
+        2,
+        "| Renderer | Needs |\n| --- | --- |\n| Web | React 18+ |\n| Terminal | Ink 7.1+ |\n"
+        "| Mobile | Expo 50 |\n",
+        "Compatibility matrix",
+    )
+    question = "How do I install the widget, and which Ink version does the terminal need?"
+    answer = compose(question, install, matrix, max_answer_chars=160)
+    assert len(answer) <= 160
+    assert answer.split("\n\n") == [
+        "Install the widget with the installer [1]:",
+        "```\npip install widget\n```",
+        "Compatibility matrix [2]:",
+        "| Renderer | Needs |\n| --- | --- |\n| Terminal | Ink 7.1+ |",
+    ]
 
 
 # --- code ---------------------------------------------------------------------------------------
@@ -642,7 +663,7 @@ def test_answers_are_extractive_cited_and_deterministic(
         numbers = [int(n) for n in re.findall(r" \[(\d+)\]", part)]
         current = numbers[0] if numbers else current
         assert current, "the first part is cited"
-        said = re.sub(r" \[\d+\]", "", part)
+        said = re.sub(r" \[\d+\]", " ", part)
         cited_source = sources[current - 1]
         assert set(words(said)) <= set(words(cited_source.excerpt + " " + cited_source.title))
 

@@ -23,7 +23,8 @@ length budget:
   sentence;
 - a sentence ending in ``:`` comes with the list, table or code it introduces;
 - a list stays a list and a table a Markdown table under its header, their least matching
-  items or rows left out when over budget;
+  items or rows left out when over budget (the header, its rule and the title that introduces
+  the block count toward the budget, so a cut block fits rather than being dropped);
 - a code block is shown fenced; when the question asks how to install, run, set up, start,
   deploy or configure something, the section's code is shown beside the prose that answers.
 
@@ -329,14 +330,16 @@ def _render(block: Block, scores: Sequence[float], budget: int) -> str:
         if best + 1 < len(block.units) and len(block.units[best]) < _SHORT_PARAGRAPH // 2:
             picked.append(best + 1)
         return " ".join(block.units[i] for i in picked)
-    keep = len(block.units)
-    while keep > 1 and sum(len(u) + 1 for u in _pick(block, scores, keep)) > budget:
-        keep -= 1
-    rows = _pick(block, scores, keep)
+    head: list[str] = []
     if block.kind == "table" and block.header:
         columns = len(block.header.strip().strip("|").split("|"))
-        rows = [block.header, "|" + " --- |" * columns, *rows]
-    return "\n".join(rows)
+        head = [block.header, "|" + " --- |" * columns]
+    # The header and its rule take room too; the least matching rows make way.
+    room = budget - sum(len(line) + 1 for line in head)
+    keep = len(block.units)
+    while keep > 1 and sum(len(u) + 1 for u in _pick(block, scores, keep)) > room:
+        keep -= 1
+    return "\n".join([*head, *_pick(block, scores, keep)])
 
 
 def _groups(section: _Section) -> list[list[int]]:
@@ -373,8 +376,11 @@ def _window(section: _Section, budget: int, doing: bool) -> list[str]:
     ranked = sorted(range(len(groups)), key=lambda g: (-value(groups[g]), g))
     first = ranked[0]
     chosen = [first]
-    rendered = {first: _render_group(section, groups[first], budget)}
-    used = sum(len(part) + 2 for part in rendered[first])
+    # A list, table or code block that answers best is introduced by the title: its room too.
+    title = _cited(section.title + ":", section.number)
+    used = 0 if section.blocks[groups[first][0]].kind == "para" else len(title) + 2
+    rendered = {first: _render_group(section, groups[first], budget - used)}
+    used += sum(len(part) + 2 for part in rendered[first])
     for g in ranked[1:]:
         if value(groups[g]) <= 0 or value(groups[g]) < _GROUP_SHARE * value(groups[first]):
             break
@@ -392,7 +398,7 @@ def _window(section: _Section, budget: int, doing: bool) -> list[str]:
     if section.blocks[groups[order[0]][0]].kind == "para":
         parts[0] = _cited(parts[0], section.number)
     else:
-        parts.insert(0, _cited(section.title + ":", section.number))
+        parts.insert(0, title)
     return parts
 
 
