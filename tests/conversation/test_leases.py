@@ -79,6 +79,23 @@ async def test_an_unexpired_lease_blocks_every_other_claim_and_an_expired_one_is
     assert session.active_turn is not None
     assert session.active_turn.turn_id == "turn-2"
     assert session.get_cursor() == 2
+    # The turn whose lease expired never released it: its outcome is unknown.
+    assert session.terminal_turns == (TerminalTurn(turn_id="turn-1", outcome="indeterminate"),)
+
+
+async def test_an_expired_turn_claimed_again_is_recorded_indeterminate_and_not_run() -> None:
+    clock = Clock()
+    storage = InMemorySessionStorage()
+    session = session_with(storage, clock=clock)
+    assert await session.claim_turn("turn-1", 1000) is True
+    clock.advance(1000)
+    assert await session.claim_turn("turn-1", 1000) is False
+    assert session.active_turn is None
+    assert session.terminal_turns == (TerminalTurn(turn_id="turn-1", outcome="indeterminate"),)
+    stored = json.loads(await storage.load("s") or "{}")
+    assert "activeTurn" not in stored
+    assert stored["terminalTurns"] == [{"turnId": "turn-1", "outcome": "indeterminate"}]
+    assert await session.claim_turn("turn-2", 1000) is True
 
 
 async def test_release_records_the_outcome_and_a_finished_turn_is_never_claimed_again() -> None:

@@ -299,7 +299,10 @@ async def test_an_expired_lease_is_taken_over() -> None:
     # The first turn lost its session to the takeover: it is told so, and writes nothing more.
     assert late[-1]["event"] == "server.turn.diagnostic"
     assert late[-1]["payload"]["code"] == "SESSION_CONFLICT"
-    assert harness.stored()["terminalTurns"] == [{"turnId": "turn-2", "outcome": "completed"}]
+    assert harness.stored()["terminalTurns"] == [
+        {"turnId": "turn-1", "outcome": "indeterminate"},
+        {"turnId": "turn-2", "outcome": "completed"},
+    ]
     saved = [m.content for m in harness.memories.messages("session-1")]
     assert saved == ["hello", "Echo: hello"]  # turn 2's messages, not overwritten by turn 1
     assert harness.memories.saves == 1

@@ -296,7 +296,10 @@ class ChatSession:
         """Claim the session for one turn for ``lease_ms`` milliseconds, and save.
 
         Returns ``False`` when ``turn_id`` already finished (a finished turn is never replayed)
-        or another unexpired lease holds the session; an expired lease is taken over.
+        or another unexpired lease holds the session. An expired lease is taken over, and the
+        turn that held it is remembered as ``indeterminate`` (it never released its lease, so
+        what it did is unknown); claiming that same turn again only records this and returns
+        ``False``.
 
         Raises:
             ConfigurationError: ``turn_id`` is not a safe identifier or ``lease_ms`` is not a
@@ -314,15 +317,26 @@ class ChatSession:
         active = self._active_turn
         if active is not None and active.expires_at > now:
             return False
-        self._active_turn = ActiveTurn(turn_id=turn_id, expires_at=now + lease_ms)
+        previous = self._terminal_turns
+        if active is not None:
+            # The turn that let its lease expire never released it (its worker died, say):
+            # what it did is unknown, so it is remembered as indeterminate, never run again.
+            turns = [turn for turn in previous if turn.turn_id != active.turn_id]
+            turns.append(TerminalTurn(turn_id=active.turn_id, outcome="indeterminate"))
+            self._terminal_turns = turns[-MAX_TERMINAL_TURNS:]
+        claimed = active is None or active.turn_id != turn_id
+        self._active_turn = (
+            ActiveTurn(turn_id=turn_id, expires_at=now + lease_ms) if claimed else None
+        )
         try:
             # A lease is saved even when an earlier scheduled save failed (that failure went
             # to the observer); if this save fails, the session holds no unsaved lease.
             await self._persist(self._storage, raise_pending=False)
         except BaseException:
             self._active_turn = active
+            self._terminal_turns = previous
             raise
-        return True
+        return claimed
 
     async def release_turn(self, turn_id: str, outcome: TurnOutcome) -> None:
         """End the active turn ``turn_id`` with ``outcome``, remember it, and save.

@@ -229,6 +229,14 @@ def _shown_frame(
     return None
 
 
+def _refuse_replay(session: ChatSession, turn_id: str) -> None:
+    """Refuse a turn that already finished, saying whether it completed."""
+    finished = next((turn for turn in session.terminal_turns if turn.turn_id == turn_id), None)
+    if finished is not None:
+        message = _COMPLETED if finished.outcome == "completed" else _INDETERMINATE
+        raise _refusal(409, "SESSION_BUSY", message)
+
+
 class _Abort:
     """Why the request stopped early (the deadline or the client), told to whoever waits."""
 
@@ -548,10 +556,7 @@ class ChatApp:
         storage = await _resolve(self._session_storage(context))
         session = await _resume(definition, session_id=session_id, storage=storage, now=self._now)
         turn_id = submission.turn_id
-        finished = next((turn for turn in session.terminal_turns if turn.turn_id == turn_id), None)
-        if finished is not None:
-            message = _COMPLETED if finished.outcome == "completed" else _INDETERMINATE
-            raise _refusal(409, "SESSION_BUSY", message)
+        _refuse_replay(session, turn_id)
         before = session.active_turn
         try:
             claimed = await session.claim_turn(turn_id, self.lease_ms)
@@ -559,6 +564,7 @@ class ChatApp:
             await self._give_back(session, turn_id, before)
             raise
         if not claimed:
+            _refuse_replay(session, turn_id)  # its own lease had expired: now indeterminate
             raise _refusal(409, "SESSION_BUSY", _BUSY, retryable=True)
         memory: ChatMemory | None = None
         try:
