@@ -411,3 +411,31 @@ async def test_a_model_failure_is_a_failed_snapshot_without_its_text() -> None:
     assert b"exploded" not in response.content
     assert isinstance(decode_turn_event(last), Decoded)
     assert isinstance(decode_turn_event(last).value, SnapshotEvent)
+
+
+async def test_a_conversation_moves_to_a_second_client_and_a_stale_snapshot_never_rolls_back() -> (
+    None
+):
+    from agentskit_chat.protocol import create_turn_snapshot_cursor  # noqa: PLC0415
+
+    harness = Harness()
+    web, terminal = (
+        create_turn_snapshot_cursor("session-1"),
+        create_turn_snapshot_cursor("session-1"),
+    )
+    async with serve(harness.app()) as url:
+        first = await post(url, submit())
+        for event in lines(first.content):
+            assert web.apply(event)
+        second = await post(url, submit(turn_id="turn-2", event_id="e2", text="again"))
+        for event in lines(second.content):
+            assert terminal.apply(event)
+    latest = terminal.snapshot
+    assert latest is not None
+    contents = [m.content for m in latest.payload.messages]
+    assert contents == ["hello", "Echo: hello", "again", "Echo: again"]  # the full history
+    # The web client now sees the terminal's turn; its own older snapshot is refused.
+    for event in lines(second.content):
+        assert web.apply(event)
+    assert web.apply(lines(first.content)[-1]) is False
+    assert web.snapshot == latest
