@@ -17,6 +17,10 @@ turns. Figures:
   answer (a page title the knowledge artifact answers), a backend answer (a question the
   artifact escalates, answered by retrieval and the extractive generator), and the floor;
 - **throughput**: requests per second with 32 concurrent clients, median of seven short runs;
+- **chat turns**: p50/p99 of one ``POST /api/chat`` turn at a time (the turn protocol: a lease
+  claimed and released through the SQLite session storage, a snapshot saved before every line,
+  the messages saved to the SQLite chat memory), for an exact answer and an Ask answer, each
+  turn in a fresh session, beside the floor's streamed endpoint;
 - **streams**: time to the first NDJSON line of ``/api/ask`` (p95), one stream at a time vs 20
   streams started together, beside the floor's stream endpoint. Their ratio says how much a
   stream waits for its neighbours; ``fair`` compares the p95 first line of 20 streams with 20
@@ -180,13 +184,15 @@ async def assistant_app(stack: AsyncExitStack) -> Any:
     from agentskit_chat.assistant import create_docs_assistant  # noqa: PLC0415
     from agentskit_chat.server import create_docs_assistant_app  # noqa: PLC0415
     from agentskit_chat.service import InMemoryRateLimiter  # noqa: PLC0415 - server side only
+    from agentskit_chat.storage import open_chat_stores  # noqa: PLC0415
 
     scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="agentskit-bench-")))
     unlimited = InMemoryRateLimiter(capacity=10**9, refill_per_second=1e9)
+    stores = await stack.enter_async_context(open_chat_stores(f"sqlite:///{scratch / 'chat.db'}"))
     assistant = await stack.enter_async_context(
         create_docs_assistant(DOCS, index_path=scratch / "index.sqlite3", rate_limiter=unlimited)
     )
-    return create_docs_assistant_app(assistant)
+    return create_docs_assistant_app(assistant, stores=stores)
 
 
 async def _serve(kind: str) -> None:
@@ -439,6 +445,59 @@ async def _latency(clients: Sequence[Any], ours: str, floor: str) -> dict[str, f
     return results
 
 
+def chat_body(question: str) -> bytes:
+    """A ``client.turn.submit`` of ``question`` in a session of its own."""
+    turn = uuid.uuid4().hex
+    return json.dumps(
+        {
+            "protocol": "agentskit.chat.turn",
+            "version": 1,
+            "eventId": f"e-{turn}",
+            "sessionId": f"s-{turn}",
+            "turnId": f"t-{turn}",
+            "sequence": 0,
+            "emittedAt": "2026-07-11T00:00:00.000Z",
+            "event": "client.turn.submit",
+            "payload": {"input": question},
+        }
+    ).encode()
+
+
+def _chat_poster(client: Any, url: str, question: str) -> Request:
+    headers = {"content-type": "application/json"}
+
+    async def post() -> None:
+        response = await client.post(url, content=chat_body(question), headers=headers)
+        last = json.loads(response.text.splitlines()[-1]) if response.status_code == 200 else {}
+        if last.get("payload", {}).get("status") != "complete":
+            raise RuntimeError(f"{url} did not complete a turn ({response.status_code})")
+
+    return post
+
+
+async def _chat(clients: Sequence[Any], ours: str, floor: str) -> dict[str, float]:
+    client = clients[0]
+    exact, backend = await pick_questions(client, ours)
+    targets = {
+        "chat_exact": _chat_poster(client, f"{ours}/api/chat", exact),
+        "chat_backend": _chat_poster(client, f"{ours}/api/chat", backend),
+        "chat_floor": _poster(client, f"{floor}/floor/stream", answer_body(backend)),
+    }
+    for request in targets.values():
+        await sequential_ns(request, 20)
+    samples: dict[str, list[int]] = {name: [] for name in targets}
+    gc.collect()
+    for _ in range(LATENCY_REQUESTS // 2):
+        for name, request in targets.items():
+            samples[name] += await sequential_ns(request, 1)
+    results: dict[str, float] = {}
+    for name, values in samples.items():
+        latency = latency_of(values)
+        results[f"{name}_p50"] = latency.p50_ms
+        results[f"{name}_p99"] = latency.p99_ms
+    return results
+
+
 async def _throughput(clients: Sequence[Any], ours: str, floor: str) -> dict[str, float]:
     exact, backend = await pick_questions(clients[0], ours)
     targets = {
@@ -513,6 +572,7 @@ async def _lines(client: Any, url: str, body: bytes) -> AsyncIterator[str]:
 GROUPS: dict[str, Callable[[Sequence[Any], str, str], Awaitable[dict[str, float]]]] = {
     "latency": _latency,
     "throughput": _throughput,
+    "chat": _chat,
     "streams": _streams,
 }
 
@@ -530,6 +590,10 @@ ROWS = [
         "req/s",
         True,
     ),
+    ("POST /api/chat turn, exact: p50", "chat_exact_p50", "chat_floor_p50", "ms", False),
+    ("POST /api/chat turn, exact: p99", "chat_exact_p99", "chat_floor_p99", "ms", False),
+    ("POST /api/chat turn, Ask answer: p50", "chat_backend_p50", "chat_floor_p50", "ms", False),
+    ("POST /api/chat turn, Ask answer: p99", "chat_backend_p99", "chat_floor_p99", "ms", False),
     ("/api/ask first line p95, 1 stream", "ask_ttfb1_p95", "floor_ttfb1_p95", "ms", False),
     (
         f"/api/ask first line p95, {STREAMS} streams",

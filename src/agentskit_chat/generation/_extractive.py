@@ -26,7 +26,8 @@ from ._compose import NO_GROUNDED_ANSWER, compose_answer
 __all__ = ["NO_GROUNDED_ANSWER", "ExtractiveGenerator"]
 
 _WORD: Final = re.compile(r"[^\W_]+")
-_DELTA: Final = re.compile(r"\S+\s*")
+_DELTA: Final = re.compile(r"[^\n]*\n|[^\n]+")
+_OUTPUT_WORD: Final = re.compile(r"\S+")
 #: Up to this many excerpt characters, composing is quicker than a hop to a worker thread.
 _INLINE_CHARS: Final = 4096
 #: The most sections an answer may draw on.
@@ -74,7 +75,11 @@ class ExtractiveGenerator:
         )
 
     async def generate(self, request: GenerationRequest) -> AsyncIterator[TextDelta | UsageReport]:
-        """Stream the composed answer in word-sized deltas, then usage (``model: extractive``).
+        """Stream the composed answer a line at a time, then usage (``model: extractive``).
+
+        The answer is composed whole before the first delta, so finer deltas would only pretend
+        to stream; a line each keeps every layer above (events, records, snapshots) small.
+        Output tokens are counted as words.
 
         Scoring is CPU work: for large excerpts it runs in a worker thread, so the event loop
         keeps serving other streams meanwhile.
@@ -87,16 +92,17 @@ class ExtractiveGenerator:
         deltas = _DELTA.findall(answer)
         for delta in deltas:
             yield TextDelta(delta)
-            # Let other streams run between words; cancellation lands here too.
+            # Let other streams run between lines; cancellation lands here too.
             await anyio.lowlevel.checkpoint()
+        written = len(_OUTPUT_WORD.findall(answer))
         read = len(_WORD.findall(request.query)) + sum(
             len(_WORD.findall(source.excerpt)) for source in request.sources
         )
         yield UsageReport(
             AskUsage(
                 input_tokens=read,
-                output_tokens=len(deltas),
-                total_tokens=read + len(deltas),
+                output_tokens=written,
+                total_tokens=read + written,
                 cost_usd=0,
                 model=self._model,
             )
