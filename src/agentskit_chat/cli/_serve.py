@@ -21,10 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
+import anyio
 import typer
 
 from agentskit_chat.assistant import DocsAssistant, create_docs_assistant
-from agentskit_chat.errors import AgentsKitChatError, ConfigurationError
+from agentskit_chat.errors import AgentsKitChatError, ConfigurationError, StorageError
 from agentskit_chat.server import create_docs_assistant_app, is_loopback
 from agentskit_chat.storage import ChatStores, open_chat_stores
 
@@ -34,6 +35,8 @@ __all__ = ["WORKER_ENV", "serve_command", "worker_app"]
 
 #: The environment variable that hands a worker process its options (JSON).
 WORKER_ENV = "AGENTSKIT_SERVE_WORKER"
+#: How often ``serve`` deletes conversations idle longer than ``--retention-days``.
+_PRUNE_EVERY_S = 3600.0
 #: Where the default SQLite store lives, under the docs folder.
 _DEFAULT_STORE = Path(".agentskit") / "chat.db"
 
@@ -89,7 +92,10 @@ def _owning_lifespan(app: Any, assistant: DocsAssistant, stores: ChatStores) -> 
             await send({"type": "lifespan.startup.failed", "message": "startup failed"})
             return
         await send({"type": "lifespan.startup.complete"})
-        await receive()  # lifespan.shutdown
+        async with anyio.create_task_group() as group:
+            group.start_soon(_prune_hourly, stores)
+            await receive()  # lifespan.shutdown
+            group.cancel_scope.cancel()
         await assistant.aclose()
         await stores.aclose()
         await send({"type": "lifespan.shutdown.complete"})
@@ -97,9 +103,22 @@ def _owning_lifespan(app: Any, assistant: DocsAssistant, stores: ChatStores) -> 
     return serve
 
 
+async def _prune_hourly(stores: ChatStores) -> None:
+    """Delete idle conversations now and then every hour (nothing without a retention)."""
+    if stores.retention_days is None:
+        return
+    while True:
+        try:
+            await stores.prune()
+        except StorageError as error:
+            typer.echo(f"warning: pruning old conversations failed: {error.message}", err=True)
+        await anyio.sleep(_PRUNE_EVERY_S)
+
+
 def _build(options: dict[str, Any]) -> Any:
     """The served app for ``options`` (what the command line chose), with its lifespan."""
-    stores = open_chat_stores(options["store"])
+    retention = options.get("retention_days")
+    stores = open_chat_stores(options["store"], retention_days=retention or None)
     index = options.get("index")
     assistant = create_docs_assistant(
         options["docs_dir"],
@@ -171,6 +190,14 @@ def serve_command(
             show_envvar=True,
         ),
     ] = None,
+    retention_days: Annotated[
+        float,
+        typer.Option(
+            "--retention-days",
+            min=0,
+            help="Delete conversations idle longer than this many days (0 keeps them all).",
+        ),
+    ] = 30,
     workers: Annotated[
         int,
         typer.Option(
@@ -195,6 +222,7 @@ def serve_command(
         "index": None if index is None else str(index),
         "model": model,
         "agent": agent,
+        "retention_days": retention_days,
     }
     try:
         import uvicorn  # noqa: PLC0415 - the server extra is optional

@@ -9,7 +9,9 @@ SQLite file, one PostgreSQL pool or one Redis client.
 
 from __future__ import annotations
 
+import math
 import os
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +59,8 @@ class ChatStores:
     _memory: Callable[[str], ChatMemory]
     _open: Callable[[], Awaitable[None]] = _nothing
     _close: Callable[[], Awaitable[None]] = _nothing
+    _prune: Callable[[float], Awaitable[int]] | None = None
+    retention_days: float | None = None
 
     def memory(self, session_id: str) -> ChatMemory:
         """A chat memory of conversation ``session_id`` for one request; close it after use
@@ -70,6 +74,25 @@ class ChatStores:
             StorageError: the backend cannot be reached or used.
         """
         await self._open()
+
+    async def prune(self, now: float | None = None) -> int:
+        """Delete what has been idle longer than ``retention_days``; how many records went.
+
+        On SQLite and PostgreSQL this deletes sessions, conversations (their messages) and Ask
+        conversations whose last save is older than the cutoff; Redis expires its keys by
+        itself (each save renews the key's time to live), so nothing is left to do there.
+        Without a retention setting, nothing is deleted.
+
+        Args:
+            now: The current time in Unix seconds (the wall clock by default).
+
+        Raises:
+            StorageError: the backend cannot be reached or used.
+        """
+        if self.retention_days is None or self._prune is None:
+            return 0
+        moment = time.time() if now is None else now
+        return await self._prune(moment - self.retention_days * 86400)
 
     async def aclose(self) -> None:
         """Close the connections these stores opened. Idempotent."""
@@ -93,9 +116,11 @@ def _memory_stores() -> ChatStores:
 
 
 def _sqlite_stores(path: str) -> ChatStores:
-    from ._sqlite import SQLiteAskSessionStore  # noqa: PLC0415 - one backend per process
-    from ._sqlite_memory import SQLiteChatMemory  # noqa: PLC0415
-    from ._sqlite_session import SQLiteSessionStorage  # noqa: PLC0415
+    import sqlite3  # noqa: PLC0415 - one backend per process
+
+    from ._sqlite import DEFAULT_TABLE, SQLiteAskSessionStore  # noqa: PLC0415
+    from ._sqlite_memory import DEFAULT_MEMORY_TABLE, SQLiteChatMemory  # noqa: PLC0415
+    from ._sqlite_session import DEFAULT_SESSION_TABLE, SQLiteSessionStorage  # noqa: PLC0415
 
     if path == ":memory:":
         raise ConfigurationError(
@@ -119,6 +144,23 @@ def _sqlite_stores(path: str) -> ChatStores:
         await sessions.aclose()
         await asks.aclose()
 
+    def delete_idle(cutoff: float, connection: sqlite3.Connection) -> int:
+        with connection:
+            deleted = connection.execute(
+                f"DELETE FROM {DEFAULT_MEMORY_TABLE} WHERE conversation_id IN (SELECT"
+                f" conversation_id FROM {DEFAULT_MEMORY_TABLE}_heads WHERE updated_at < ?)",
+                (cutoff,),
+            ).rowcount
+            for table in (f"{DEFAULT_MEMORY_TABLE}_heads", DEFAULT_SESSION_TABLE, DEFAULT_TABLE):
+                deleted += connection.execute(
+                    f"DELETE FROM {table} WHERE updated_at < ?", (cutoff,)
+                ).rowcount
+        return deleted
+
+    async def prune(cutoff: float) -> int:
+        await open_()
+        return await sessions._file.run(lambda connection: delete_idle(cutoff, connection))
+
     return ChatStores(
         "sqlite",
         asks,
@@ -126,6 +168,7 @@ def _sqlite_stores(path: str) -> ChatStores:
         lambda session_id: SQLiteChatMemory(path, session_id),
         open_,
         close,
+        prune,
     )
 
 
@@ -133,6 +176,9 @@ def _postgres_stores(url: str) -> ChatStores:
     from ._postgres import PostgresAskSessionStore  # noqa: PLC0415 - the postgres extra
     from ._postgres_memory import PostgresChatMemory  # noqa: PLC0415
     from ._postgres_session import PostgresSessionStorage  # noqa: PLC0415
+    from ._sqlite import DEFAULT_TABLE  # noqa: PLC0415 - the same table names as SQLite
+    from ._sqlite_memory import DEFAULT_MEMORY_TABLE  # noqa: PLC0415
+    from ._sqlite_session import DEFAULT_SESSION_TABLE  # noqa: PLC0415
 
     pool: AsyncConnectionPool[Any]
     pool, _ = postgres_pool(url, user="open_chat_stores", min_size=1, max_size=20, timeout=10.0)
@@ -148,6 +194,27 @@ def _postgres_stores(url: str) -> ChatStores:
     async def close() -> None:
         await pool.close()
 
+    heads = f"{DEFAULT_MEMORY_TABLE}_heads"
+    statements = (
+        f"DELETE FROM {DEFAULT_MEMORY_TABLE} WHERE conversation_id IN"
+        f" (SELECT conversation_id FROM {heads} WHERE updated_at < to_timestamp(%s))",
+        *(
+            f"DELETE FROM {table} WHERE updated_at < to_timestamp(%s)"
+            for table in (heads, DEFAULT_SESSION_TABLE, DEFAULT_TABLE)
+        ),
+    )
+
+    async def prune(cutoff: float) -> int:
+        async def delete_idle(connection: Any) -> int:
+            deleted = 0
+            async with connection.transaction():
+                for statement in statements:
+                    cursor = await connection.execute(statement, (cutoff,))
+                    deleted += max(cursor.rowcount, 0)
+            return deleted
+
+        return await sessions._table.call(delete_idle)
+
     return ChatStores(
         "postgresql",
         asks,
@@ -155,18 +222,19 @@ def _postgres_stores(url: str) -> ChatStores:
         lambda session_id: PostgresChatMemory(pool, session_id, create_table=False),
         open_,
         close,
+        prune,
     )
 
 
-def _redis_stores(url: str) -> ChatStores:
+def _redis_stores(url: str, ttl_seconds: float | None) -> ChatStores:
     from ._redis import RedisAskSessionStore  # noqa: PLC0415 - the redis extra
     from ._redis_memory import RedisChatMemory  # noqa: PLC0415
     from ._redis_session import RedisSessionStorage  # noqa: PLC0415
 
     client: Redis
     client, _ = redis_client(url, user="open_chat_stores", max_connections=64, connect_timeout=10)
-    asks = RedisAskSessionStore(client)
-    sessions = RedisSessionStorage(client)
+    asks = RedisAskSessionStore(client, ttl_seconds=ttl_seconds)
+    sessions = RedisSessionStorage(client, ttl_seconds=ttl_seconds)
 
     async def open_() -> None:
         await sessions.open()
@@ -178,13 +246,13 @@ def _redis_stores(url: str) -> ChatStores:
         "redis",
         asks,
         sessions,
-        lambda session_id: RedisChatMemory(client, session_id),
+        lambda session_id: RedisChatMemory(client, session_id, ttl_seconds=ttl_seconds),
         open_,
         close,
     )
 
 
-def open_chat_stores(url: str) -> ChatStores:
+def open_chat_stores(url: str, *, retention_days: float | None = None) -> ChatStores:
     """The stores a served chat needs, on the backend ``url`` names. Nothing connects yet.
 
     ======================================  ==================================================
@@ -196,9 +264,16 @@ def open_chat_stores(url: str) -> ChatStores:
     ``redis://`` / ``rediss://``            one Redis client (extra ``redis``)
     ======================================  ==================================================
 
+    Args:
+        url: The backend's URL. It may hold a password; it never appears in an error.
+        retention_days: Delete sessions, their messages and Ask conversations idle longer
+            than this many days: Redis expires them by itself, SQLite and PostgreSQL when
+            :meth:`ChatStores.prune` runs (``serve`` runs it at start-up and every hour).
+            ``None`` keeps everything.
+
     Raises:
-        ConfigurationError: the scheme is unknown or the URL is malformed (the URL may hold a
-            password; it never appears in the error).
+        ConfigurationError: the scheme is unknown, the URL is malformed, or
+            ``retention_days`` is not a positive number.
         ImportError: the backend's extra is not installed.
 
     Example:
@@ -208,17 +283,29 @@ def open_chat_stores(url: str) -> ChatStores:
     """
     if not isinstance(url, str):
         raise ConfigurationError("The store URL must be a string.")
+    if retention_days is not None and (
+        isinstance(retention_days, bool)
+        or not isinstance(retention_days, int | float)
+        or not math.isfinite(retention_days)
+        or retention_days <= 0
+    ):
+        raise ConfigurationError("retention_days must be a positive number of days.")
     scheme = _scheme(url)
+    stores: ChatStores
     if scheme == "memory":
         if url.lower() not in ("memory:", "memory://"):
             raise ConfigurationError("A memory store URL is just memory:.")
-        return _memory_stores()
-    if scheme == "sqlite":
-        return _sqlite_stores(_sqlite_path(url))
-    if scheme in ("postgresql", "postgres"):
-        return _postgres_stores(url)
-    if scheme in ("redis", "rediss"):
-        return _redis_stores(url)
-    raise ConfigurationError(
-        "The store URL scheme is not one of memory, sqlite, postgresql, redis."
-    )
+        stores = _memory_stores()
+    elif scheme == "sqlite":
+        stores = _sqlite_stores(_sqlite_path(url))
+    elif scheme in ("postgresql", "postgres"):
+        stores = _postgres_stores(url)
+    elif scheme in ("redis", "rediss"):
+        ttl = None if retention_days is None else retention_days * 86400
+        stores = _redis_stores(url, ttl)
+    else:
+        raise ConfigurationError(
+            "The store URL scheme is not one of memory, sqlite, postgresql, redis."
+        )
+    stores.retention_days = retention_days
+    return stores
