@@ -11,7 +11,9 @@ memories when ``AGENTSKIT_TEST_POSTGRES_URL`` / ``AGENTSKIT_TEST_REDIS_URL`` nam
 - the floor: one raw single-row write on the same backend with its driver (SQLite
   ``INSERT OR REPLACE`` in a transaction, PostgreSQL ``INSERT ... ON CONFLICT``, Redis
   ``HSET``), measured in the same run, and a save at turns 291–300 as a multiple of it;
-- for SQLite, the file's size per turn.
+- the stored size per turn: the SQLite file (with its WAL), the PostgreSQL tables
+  (``pg_total_relation_size``, indexes and TOAST included) and the Redis keys
+  (``MEMORY USAGE``).
 
 Then the session storages' compare-and-set: 500 sequential saves of a chat session snapshot,
 each at the cursor the previous one wrote, on each backend, as saves per second beside the
@@ -119,6 +121,12 @@ async def postgres_backend(url: str) -> tuple[list[float], float, float]:
         async with PostgresChatMemory(url, "bench", table=table) as memory:
             times = await conversation(memory)
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as connection:
+            cursor = await connection.execute(
+                "SELECT pg_total_relation_size(%s) + pg_total_relation_size(%s)",
+                (table, f"{table}_heads"),
+            )
+            found = await cursor.fetchone()
+            size = float(found[0]) / TURNS if found else float("nan")
             await connection.execute(f"CREATE TABLE {table}_floor (k int PRIMARY KEY, v text)")
             row = "x" * 600
 
@@ -133,7 +141,7 @@ async def postgres_backend(url: str) -> tuple[list[float], float, float]:
     finally:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as connection:
             await connection.execute(f"DROP TABLE IF EXISTS {table}, {table}_heads, {table}_floor")
-    return times, floor, float("nan")
+    return times, floor, size
 
 
 async def redis_backend(url: str) -> tuple[list[float], float, float]:
@@ -144,6 +152,10 @@ async def redis_backend(url: str) -> tuple[list[float], float, float]:
         try:
             async with RedisChatMemory(url, "bench", prefix=prefix) as memory:
                 times = await conversation(memory)
+            used = 0
+            async for name in client.scan_iter(match=prefix + "*"):
+                used += int(await client.memory_usage(name) or 0)
+            size = used / TURNS
             row = "x" * 600
 
             async def write(n: int) -> None:
@@ -154,7 +166,7 @@ async def redis_backend(url: str) -> tuple[list[float], float, float]:
             names = [name async for name in client.scan_iter(match=prefix + "*")]
             if names:
                 await client.delete(*names)
-    return times, floor, float("nan")
+    return times, floor, size
 
 
 SAVES = 500
