@@ -280,6 +280,7 @@ class _Turn:
         self._abort = abort
         self._group = group
         self.pending: ChatState | None = None
+        self.started = False
         self.done = False
         self.send_failed = False
         self._wake = anyio.Event()
@@ -312,6 +313,7 @@ class _Turn:
             self.pump_scope.cancel()
 
     async def run(self) -> None:
+        self.started = True
         try:
             await self.controller.send(self.submission.payload.input)
         except Exception:
@@ -358,6 +360,12 @@ class _Turn:
             self._abort.listeners.remove(self._on_abort)
         if stop and self._abort.reason is None:
             self.controller.stop()
+        if not self.started:
+            # Aborted before the model ran: the turn did nothing, so it may be submitted again.
+            self._settle_choice(self.controller.state, lost=True)
+            await self._close_memory()
+            await self._app.give_back(self.session, self.submission.turn_id, None)
+            return
         with anyio.move_on_after(bound):
             await self._settled.wait()
         state = self.controller.state
@@ -561,7 +569,7 @@ class ChatApp:
         try:
             claimed = await session.claim_turn(turn_id, self.lease_ms)
         except BaseException:
-            await self._give_back(session, turn_id, before)
+            await self.give_back(session, turn_id, before)
             raise
         if not claimed:
             _refuse_replay(session, turn_id)  # its own lease had expired: now indeterminate
@@ -591,7 +599,7 @@ class ChatApp:
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.close_memory(memory)
-                await self._give_back(session, turn_id, before)
+                await self.give_back(session, turn_id, before)
             raise
 
     async def _read_submission(self, body: RequestBody) -> tuple[SubmitEvent, object]:
@@ -656,7 +664,7 @@ class ChatApp:
         )
         return chosen, result
 
-    async def _give_back(self, session: ChatSession, turn_id: str, before: object) -> None:
+    async def give_back(self, session: ChatSession, turn_id: str, before: object) -> None:
         """Clear a lease this request claimed for a turn that never ran (bounded)."""
         active = session.active_turn
         if active is None or active is before or active.turn_id != turn_id:
