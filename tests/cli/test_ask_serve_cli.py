@@ -222,3 +222,21 @@ def test_serve_with_the_analyst_agent_and_no_model_reports_it_in_one_line(docs: 
     assert "error: The analyst agent needs a model" in result.stderr
     assert "Traceback" not in result.stderr
     assert "Serving" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("--workers", "2", "--index", "index.db"), "--index keeps one SQLite index per process"),
+        (("--store", "ftp://nowhere"), "The store URL scheme is not one of"),
+        (("--store", "sqlite://"), "use memory: instead"),
+    ],
+)
+def test_serve_refuses_options_that_cannot_work_together(
+    docs: Path, args: tuple[str, ...], expected: str
+) -> None:
+    result = invoke("serve", docs, "--port", "0", *args, env={"AGENTSKIT_STORE": None})
+    assert result.exit_code == 2, result.output
+    assert expected in result.stderr
+    assert "Traceback" not in result.stderr
+    assert "Serving" not in result.stdout
