@@ -238,3 +238,34 @@ async def test_a_release_whose_save_fails_keeps_the_lease_so_it_can_be_retried_d
     assert session.active_turn is None
     stored = json.loads(await storage.load("s") or "{}")
     assert "activeTurn" not in stored
+
+
+async def test_resuming_with_a_memory_continues_its_conversation_and_refuses_another() -> None:
+    from agentskit_chat.conversation import resume_chat_session  # noqa: PLC0415
+    from agentskit_chat.runtime import InMemoryChatMemory  # noqa: PLC0415
+    from agentskit_chat.storage import SQLiteChatMemory  # noqa: PLC0415
+
+    storage = InMemorySessionStorage()
+    definition = onboarding(ModelAdapter(reply="hello back"))
+    async with SQLiteChatMemory(":memory:", "s") as memory:
+        first = await resume_chat_session(
+            definition, session_id="s", storage=storage, memory=memory
+        )
+        controller = ChatController(first.chat)
+        await controller.send("hello")
+        # Another client, another process: the session and its messages come back together.
+        again = await resume_chat_session(
+            definition, session_id="s", storage=storage, memory=memory
+        )
+        assert [m.content for m in again.chat.initial_messages] == [
+            m.content for m in controller.state.messages
+        ]
+        assert len(again.chat.initial_messages) == 2
+        assert again.chat.memory is memory
+    async with SQLiteChatMemory(":memory:", "someone-else") as foreign:
+        with pytest.raises(ConfigurationError, match="another conversation"):
+            await resume_chat_session(definition, session_id="s", storage=storage, memory=foreign)
+    fresh = await resume_chat_session(
+        definition, session_id="t", storage=storage, memory=InMemoryChatMemory()
+    )
+    assert fresh.chat.initial_messages == ()

@@ -9,6 +9,7 @@ from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import Decoded, SessionSnapshot, decode_session_snapshot
 from agentskit_chat.protocol._json import MAX_SAFE_INTEGER
 from agentskit_chat.protocol._types import is_safe_id
+from agentskit_chat.runtime import ChatMemory
 
 from ._compile import compile_conversation
 from ._definition import ChatDefinition
@@ -118,6 +119,20 @@ def create_chat_session(
     )
 
 
+_FOREIGN_MEMORY: Final = "The chat memory belongs to another conversation."
+
+
+def check_memory_for(memory: ChatMemory, session_id: str) -> None:
+    """Refuse a memory that says it holds another conversation than ``session_id``.
+
+    Raises:
+        ConfigurationError: ``memory.conversation_id`` exists and is not ``session_id``.
+    """
+    conversation = getattr(memory, "conversation_id", session_id)
+    if conversation != session_id:
+        raise ConfigurationError(_FOREIGN_MEMORY)
+
+
 async def resume_chat_session(
     definition: ChatDefinition,
     *,
@@ -125,20 +140,43 @@ async def resume_chat_session(
     storage: SessionStorage,
     now: SessionClock | None = None,
     on_persist_error: PersistErrorObserver | None = None,
+    memory: ChatMemory | None = None,
 ) -> ChatSession:
     """The session ``session_id`` as stored, or a new one when storage has none.
 
     A new session's first save only creates the record (it fails if another client created it
     meanwhile). A stored version 0 record is upgraded.
 
+    With ``memory``, the session's messages come along: ``session.chat`` uses that memory and
+    starts from the messages it holds (the definition's ``initial_messages`` when it holds
+    none), so a controller built from ``session.chat`` continues the conversation and saves
+    each turn to it. A memory whose ``conversation_id`` is another session's is refused.
+
     Raises:
         ConfigurationError: the stored record is not a valid snapshot ("Session snapshot is not
             valid JSON.", "Session snapshot uses an unsupported version.", "Session snapshot
             payload is invalid."), it belongs to another session, definition or revision
             ("Session snapshot is incompatible with this chat definition."), or any error of
-            :func:`create_chat_session`.
-        Exception: whatever the storage's ``load`` raised.
+            :func:`create_chat_session`, or ``memory`` holds another conversation ("The chat
+            memory belongs to another conversation.").
+        Exception: whatever the storage's or the memory's ``load`` raised.
     """
+    session = await _resume(definition, session_id, storage, now, on_persist_error)
+    if memory is not None:
+        check_memory_for(memory, session_id)
+        loaded = tuple(await memory.load())
+        messages = loaded or tuple(definition.chat.initial_messages)
+        session.chat = session.chat.with_changes(memory=memory, initial_messages=messages)
+    return session
+
+
+async def _resume(
+    definition: ChatDefinition,
+    session_id: str,
+    storage: SessionStorage,
+    now: SessionClock | None,
+    on_persist_error: PersistErrorObserver | None,
+) -> ChatSession:
     stored = await storage.load(session_id)
     if stored is None:
         return create_chat_session(

@@ -31,6 +31,7 @@ import anyio.abc
 
 from agentskit_chat.conversation import ChatDefinition, ChatSession, SessionStorage
 from agentskit_chat.conversation import resume_chat_session as _resume
+from agentskit_chat.conversation._factory import check_memory_for
 from agentskit_chat.errors import (
     ChatHandlerError,
     ConfigurationError,
@@ -627,11 +628,12 @@ class ChatApp:
     async def _memory_for(
         self, context: Any, session_id: str, definition: ChatDefinition
     ) -> ChatMemory | None:
+        memory = definition.chat.memory
         if self._chat_memory is not None:
-            memory = await _resolve(self._chat_memory(context, session_id))
-            if memory is not None:
-                return memory
-        return definition.chat.memory
+            memory = await _resolve(self._chat_memory(context, session_id)) or memory
+        if memory is not None:
+            check_memory_for(memory, session_id)  # one conversation's messages, never another's
+        return memory
 
     def _choose(
         self,
