@@ -155,3 +155,71 @@ async def test_the_docs_chat_turns_an_ambiguous_question_into_a_single_use_choic
     assert "/docs/alpha" not in answer
     assert twice.status_code == 409  # a committed choice is used up
     assert twice.json()["error"]["code"] == "CHOICE_UNAVAILABLE"
+
+
+async def test_a_choice_shown_by_one_worker_is_used_once_through_any_worker(
+    tmp_path: Path,
+) -> None:
+    from agentskit_chat.storage import open_chat_stores  # noqa: PLC0415
+
+    docs = write(tmp_path / "docs")
+    async with open_chat_stores(f"sqlite:///{tmp_path / 'chat.db'}") as stores:
+        # Two workers: each its own assistant (and choice reservations), one shared store.
+        one = create_docs_assistant_app(create_docs_assistant(docs), stores=stores)
+        two = create_docs_assistant_app(create_docs_assistant(docs), stores=stores)
+        async with (
+            serve(one) as first,
+            serve(two) as second,
+            httpx.AsyncClient(timeout=20) as client,
+        ):
+            asked = await client.post(
+                f"{first}/api/chat", content=submit(text="Configuration"), headers=JSON
+            )
+            content = lines(asked.content)[-1]["payload"]["messages"][-1]["content"]
+            frame = json.loads(content.splitlines()[-1])["frame"]
+            choices = {c["description"]: c["id"] for c in frame["props"]["choices"]}
+            pick = selection(frame["instanceId"], choices["Configuration (Beta guide)"])
+
+            def click(turn: str) -> bytes:
+                return submit(turn_id=turn, event_id=turn, text="x", payload={"selection": pick})
+
+            chosen = await client.post(f"{second}/api/chat", content=click("t2"), headers=JSON)
+            # The first worker still remembers the list, unused as far as it knows: the stored
+            # conversation says it was used.
+            again = await client.post(f"{first}/api/chat", content=click("t3"), headers=JSON)
+    assert chosen.status_code == 200
+    answer = lines(chosen.content)[-1]["payload"]["messages"][-1]["content"]
+    assert "/docs/beta#configuration" in answer
+    assert again.status_code == 409
+    assert again.json()["error"]["code"] == "CHOICE_UNAVAILABLE"
+
+
+async def test_only_the_very_frame_a_question_gives_is_restored(tmp_path: Path) -> None:
+    from agentskit_chat.answers import (  # noqa: PLC0415
+        CHOICE_UNAVAILABLE,
+        ChoiceReservation,
+        DeterministicAnswerAdapter,
+    )
+    from agentskit_chat.server._docs_chat import docs_chat_definition  # noqa: PLC0415
+
+    async with create_docs_assistant(write(tmp_path / "docs")) as assistant:
+        # Two adapters, as two workers have: the first shows the list, the second restores it.
+        shown = docs_chat_definition(assistant, assistant.service).chat.adapter
+        other = docs_chat_definition(assistant, assistant.service).chat.adapter
+        assert isinstance(shown, DeterministicAnswerAdapter)
+        assert isinstance(other, DeterministicAnswerAdapter)
+        from agentskit_chat.runtime import AdapterRequest  # noqa: PLC0415
+
+        user = ChatMessage(id="u1", role="user", content="Configuration", created_at=AT)
+        source = shown.create_source_for_session(AdapterRequest(messages=(user,)), "s")
+        content = "".join([chunk.content or "" async for chunk in source.stream()])
+        frame = json.loads(content.splitlines()[-1])["frame"]
+        choice = frame["props"]["choices"][0]["id"]
+        altered = {**frame, "props": {**frame["props"], "prompt": "Pick the admin page"}}
+        ask = {"session_id": "s", "question": "Configuration", "message_id": "u1"}
+        assert other.resolve_choice_submission(altered, choice, **ask) is CHOICE_UNAVAILABLE
+        elsewhere = {**ask, "message_id": "u2"}  # another message's list: another instance id
+        assert other.resolve_choice_submission(frame, choice, **elsewhere) is CHOICE_UNAVAILABLE
+        assert other.resolve_choice_submission(frame, choice, session_id="s") is CHOICE_UNAVAILABLE
+        restored = other.resolve_choice_submission(frame, choice, **ask)
+        assert isinstance(restored, ChoiceReservation)

@@ -17,6 +17,7 @@ from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import (
     AnswerEnvelope,
     BackendProvenance,
+    ChoicesAnswer,
     ComponentFrame,
     EscalationAnswer,
 )
@@ -33,7 +34,12 @@ from agentskit_chat.runtime import (
 from agentskit_chat.runtime._sources import TextReplySource
 
 from ._backend import ObservedBackendSource
-from ._choices import ChoiceReservation, ChoiceReservationStore, ChoiceUnavailable
+from ._choices import (
+    ChoiceReservation,
+    ChoiceReservationStore,
+    ChoiceUnavailable,
+    props_text,
+)
 from ._envelopes import OFFLINE, escalation
 from ._projection import project_decision
 from ._resolver import Clock, DeterministicAnswerResolver, create_deterministic_answer_resolver
@@ -152,9 +158,26 @@ class DeterministicAnswerAdapter:
         )
 
     def resolve_choice_submission(
-        self, frame: ComponentFrame | Mapping[str, Any], choice_id: str, *, session_id: str
+        self,
+        frame: ComponentFrame | Mapping[str, Any],
+        choice_id: str,
+        *,
+        session_id: str,
+        question: str | None = None,
+        message_id: str | None = None,
     ) -> ChoiceReservation | ChoiceUnavailable | None:
         """Reserve a click on a deterministic ChoiceList this adapter showed in ``session_id``.
+
+        Args:
+            frame: The clicked frame.
+            choice_id: The clicked choice.
+            session_id: The session the frame was shown in.
+            question: The user message the frame answered, with ``message_id`` its id, as the
+                host's trusted storage holds them. When this adapter does not remember the
+                frame (another worker showed it, or this one restarted), it answers that
+                question again; if that gives the very same frame (same instance id, same
+                props), the frame is remembered and can be reserved. Single use across
+                workers is then the host's part: it must not offer a choice it knows was used.
 
         Returns:
             A :class:`ChoiceReservation` whose ``value`` is the alias to send: call
@@ -163,7 +186,46 @@ class DeterministicAnswerAdapter:
             in this session, props changed, already claimed or used, choice not offered): ask
             the question again. Or ``None`` for a frame that is not a deterministic one.
         """
-        return self._choices.resolve(frame, choice_id, session_id=session_id)
+        result = self._choices.resolve(frame, choice_id, session_id=session_id)
+        if (
+            isinstance(result, ChoiceUnavailable)
+            and question is not None
+            and message_id is not None
+            and self._restore(
+                frame, session_id=session_id, question=question, message_id=message_id
+            )
+        ):
+            result = self._choices.resolve(frame, choice_id, session_id=session_id)
+        return result
+
+    def _restore(
+        self,
+        frame: ComponentFrame | Mapping[str, Any],
+        *,
+        session_id: str,
+        question: str,
+        message_id: str,
+    ) -> bool:
+        """Remember ``frame`` again from the question it answered; ``True`` when it matches."""
+        wanted = (
+            frame if isinstance(frame, ComponentFrame) else validate_model(ComponentFrame, frame)
+        )
+        if wanted is None:
+            return False
+        decision = self._resolver.resolve(question)
+        if not isinstance(decision, ChoicesAnswer):
+            return False
+        wanted_props = props_text(wanted.props)
+        restored = False
+
+        def remember(shown: ComponentFrame, values: dict[str, str]) -> bool:
+            nonlocal restored
+            if shown.instance_id == wanted.instance_id and props_text(shown.props) == wanted_props:
+                restored = self._choices.remember(session_id, shown, values)
+            return restored
+
+        project_decision(decision, message_id=message_id, remember=remember)
+        return restored
 
     def release_choice_session(self, session_id: str) -> None:
         """Forget every choice remembered for ``session_id`` (e.g. when the session ends)."""

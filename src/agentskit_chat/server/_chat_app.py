@@ -23,6 +23,7 @@ import inspect
 import math
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar
 
@@ -210,11 +211,23 @@ def _selection(candidate: object) -> ComponentSelectEvent | Literal[False] | Non
     return False if event is None else event
 
 
-def _shown_frame(
-    messages: Sequence[ChatMessage], selection: ComponentSelectEvent
-) -> ComponentFrame | None:
+#: Metadata a choice turn's user message carries: the instance id of the choice list it used.
+CHOICE_METADATA_KEY: Final = "agentskit.chat.choice"
+
+
+@dataclass(frozen=True, slots=True)
+class _Shown:
+    """A choice list as the session's assistant showed it, and the question it answered."""
+
+    frame: ComponentFrame
+    question: ChatMessage | None
+    used: bool
+
+
+def _shown_frame(messages: Sequence[ChatMessage], selection: ComponentSelectEvent) -> _Shown | None:
     """The frame ``selection`` refers to, as this session's assistant showed it (newest first)."""
-    for message in reversed(messages):
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
         if message.role != "assistant":
             continue
         decoded = decode_assistant_content(message.content)
@@ -226,8 +239,35 @@ def _shown_frame(
                 and part.frame.instance_id == selection.instance_id
                 and part.frame.component_key == selection.component_key
             ):
-                return part.frame
+                before = messages[index - 1] if index > 0 else None
+                question = before if before is not None and before.role == "user" else None
+                used = any(
+                    later.role == "user"
+                    and (later.metadata or {}).get(CHOICE_METADATA_KEY) == selection.instance_id
+                    for later in messages[index + 1 :]
+                )
+                return _Shown(part.frame, question, used)
     return None
+
+
+def _accepts_question(submit: Callable[..., Any]) -> bool:
+    """Whether a ``choice_submission`` takes ``question=`` and ``message_id=``."""
+    try:
+        parameters = inspect.signature(submit).parameters
+    except (TypeError, ValueError):
+        return False
+    return "question" in parameters and "message_id" in parameters
+
+
+def _mark_choice(messages: tuple[ChatMessage, ...], instance_id: str) -> tuple[ChatMessage, ...]:
+    """``messages`` with the last user message marked as the one that used ``instance_id``."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role == "user":
+            metadata = {**(message.metadata or {}), CHOICE_METADATA_KEY: instance_id}
+            marked = replace(message, metadata=metadata)
+            return (*messages[:index], marked, *messages[index + 1 :])
+    return messages
 
 
 def _refuse_replay(session: ChatSession, turn_id: str) -> None:
@@ -253,8 +293,12 @@ class _Abort:
             listener(reason)
 
 
-class _Settlement(Exception):
-    """Internal: cleanup's memory save failed; re-raised once the lease is released."""
+@dataclass(frozen=True, slots=True)
+class _Choice:
+    """A reserved choice of this turn: the reservation and the choice list it came from."""
+
+    reservation: Any
+    instance_id: str
 
 
 class _Turn:
@@ -268,7 +312,7 @@ class _Turn:
         session: ChatSession,
         controller: ChatController,
         memory: ChatMemory | None,
-        reservation: Any,
+        reservation: _Choice | None,
         abort: _Abort,
         group: anyio.abc.TaskGroup,
     ) -> None:
@@ -382,10 +426,14 @@ class _Turn:
             raise
         outcome: Literal["completed", "indeterminate"] = "completed"
         failure: BaseException | None = None
+        messages = state.messages
+        if self._reservation is not None and self._choice_succeeded(state):
+            # Stored, so that no worker offers this choice again.
+            messages = _mark_choice(messages, self._reservation.instance_id)
         if self._memory is not None:
             try:
                 with anyio.fail_after(bound):
-                    await self._memory.save(state.messages)
+                    await self._memory.save(messages)
             except BaseException as error:
                 outcome = "indeterminate"
                 failure = error
@@ -398,22 +446,24 @@ class _Turn:
         if failure is not None:
             raise failure
 
-    def _settle_choice(self, state: ChatState, *, lost: bool) -> None:
-        reservation = self._reservation
-        if reservation is None:
-            return
-        succeeded = (
-            not lost
+    def _choice_succeeded(self, state: ChatState) -> bool:
+        return (
+            self._reservation is not None
             and self.done
             and not self.send_failed
             and state.status != "error"
             and self._abort.reason is None
         )
+
+    def _settle_choice(self, state: ChatState, *, lost: bool) -> None:
+        choice = self._reservation
+        if choice is None:
+            return
         try:
-            if succeeded:
-                reservation.commit()
+            if not lost and self._choice_succeeded(state):
+                choice.reservation.commit()
             else:
-                reservation.release()
+                choice.reservation.release()
         except Exception:
             return
 
@@ -642,7 +692,7 @@ class ChatApp:
         submission: SubmitEvent,
         candidate: object,
         messages: Sequence[ChatMessage],
-    ) -> tuple[SubmitEvent, Any]:
+    ) -> tuple[SubmitEvent, _Choice | None]:
         """The submission to run and its choice reservation, for a click on a shown choice."""
         selection = _selection(candidate)
         if selection is False:
@@ -652,10 +702,20 @@ class ChatApp:
         submit = definition.choice_submission
         if selection is None or submit is None:
             return submission, None
-        frame = _shown_frame(messages, selection)
-        if frame is None:
+        shown = _shown_frame(messages, selection)
+        if shown is None or shown.used:
             raise _refusal(409, "CHOICE_UNAVAILABLE", _CHOICE_EXPIRED)
-        result = submit(frame, selection.choice_id, session_id=session_id)
+        if shown.question is not None and _accepts_question(submit):
+            # Another worker may have shown it: the adapter can re-derive it from the question.
+            result = submit(
+                shown.frame,
+                selection.choice_id,
+                session_id=session_id,
+                question=shown.question.content,
+                message_id=shown.question.id,
+            )
+        else:
+            result = submit(shown.frame, selection.choice_id, session_id=session_id)
         if result is None:
             return submission, None
         value = getattr(result, "value", None)
@@ -664,7 +724,7 @@ class ChatApp:
         chosen = submission.model_copy(
             update={"payload": submission.payload.model_copy(update={"input": value})}
         )
-        return chosen, result
+        return chosen, _Choice(result, shown.frame.instance_id)
 
     async def give_back(self, session: ChatSession, turn_id: str, before: object) -> None:
         """Clear a lease this request claimed for a turn that never ran (bounded)."""
