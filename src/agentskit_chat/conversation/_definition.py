@@ -222,7 +222,9 @@ class ConversationDefinition:
 
 #: Reserves a click on a deterministic choice list: ``(frame, choice_id, session_id=...)`` →
 #: a reservation, an "unavailable" marker, or ``None`` for a frame it does not own. Wire it to
-#: the deterministic answer adapter's ``resolve_choice_submission``.
+#: the deterministic answer adapter's ``resolve_choice_submission``. The chat server also
+#: passes ``question=`` and ``message_id=`` (the stored question the list answered) when the
+#: callable accepts them, so a list shown by another worker can be re-derived.
 ChoiceSubmission = Callable[..., Any]
 
 
