@@ -430,11 +430,18 @@ async def _latency(clients: Sequence[Any], ours: str, floor: str) -> dict[str, f
         "backend": _poster(client, f"{ours}/api/answer", answer_body(backend)),
         "floor": _poster(client, f"{floor}/floor", answer_body(backend)),
     }
+    return await interleaved_latency(targets, warmup=30, requests=LATENCY_REQUESTS)
+
+
+async def interleaved_latency(
+    targets: dict[str, Request], *, warmup: int, requests: int
+) -> dict[str, float]:
+    """p50/p99 of one request at a time to each target, the targets taking turns."""
     for request in targets.values():
-        await sequential_ns(request, 30)
+        await sequential_ns(request, warmup)
     samples: dict[str, list[int]] = {name: [] for name in targets}
     gc.collect()
-    for _ in range(LATENCY_REQUESTS):
+    for _ in range(requests):
         for name, request in targets.items():
             samples[name] += await sequential_ns(request, 1)
     results: dict[str, float] = {}
@@ -483,19 +490,7 @@ async def _chat(clients: Sequence[Any], ours: str, floor: str) -> dict[str, floa
         "chat_backend": _chat_poster(client, f"{ours}/api/chat", backend),
         "chat_floor": _poster(client, f"{floor}/floor/stream", answer_body(backend)),
     }
-    for request in targets.values():
-        await sequential_ns(request, 20)
-    samples: dict[str, list[int]] = {name: [] for name in targets}
-    gc.collect()
-    for _ in range(LATENCY_REQUESTS // 2):
-        for name, request in targets.items():
-            samples[name] += await sequential_ns(request, 1)
-    results: dict[str, float] = {}
-    for name, values in samples.items():
-        latency = latency_of(values)
-        results[f"{name}_p50"] = latency.p50_ms
-        results[f"{name}_p99"] = latency.p99_ms
-    return results
+    return await interleaved_latency(targets, warmup=20, requests=LATENCY_REQUESTS // 2)
 
 
 async def _throughput(clients: Sequence[Any], ours: str, floor: str) -> dict[str, float]:

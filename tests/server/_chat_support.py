@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 import anyio
@@ -21,22 +20,9 @@ from agentskit_chat.runtime import (
     StreamChunk,
 )
 from agentskit_chat.server import create_chat_app
+from tests.conversation._support import Clock
 
-NOW: Final = datetime(2026, 7, 11, tzinfo=UTC)
 JSON: Final = {"content-type": "application/json"}
-
-
-class Clock:
-    """A settable clock."""
-
-    def __init__(self, moment: datetime = NOW) -> None:
-        self.moment = moment
-
-    def __call__(self) -> datetime:
-        return self.moment
-
-    def advance(self, ms: int) -> None:
-        self.moment += timedelta(milliseconds=ms)
 
 
 class EchoSource:

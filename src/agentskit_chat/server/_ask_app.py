@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import Any, TypeAlias
 
 import anyio
 import anyio.lowlevel
@@ -41,6 +41,7 @@ from agentskit_chat.service import (
 )
 
 from ._asgi import Receive, Scope, Send, handle_non_http, header, query_params
+from ._auth import request_class
 from ._body import (
     DEFAULT_BODY_TIMEOUT_S,
     BodySource,
@@ -52,24 +53,11 @@ from ._body import (
     read_body_source,
 )
 
-if TYPE_CHECKING:
-    from starlette.requests import Request
-
 __all__ = ["AskServiceApp", "Authenticate", "create_ask_service_app", "serve_ask"]
 
 #: Authenticates a request (sync or async). It receives a Starlette ``Request`` whose body
 #: cannot be read, and returns ``Authenticated(context)`` or ``Refused(response)``.
 Authenticate: TypeAlias = Callable[[Any], AuthResult | Awaitable[AuthResult]]
-
-
-def _import_request() -> type[Request]:
-    try:
-        from starlette.requests import Request  # noqa: PLC0415 - the server extra is optional
-    except ImportError as exc:  # pragma: no cover - the dev environment has the extra
-        raise ImportError(
-            "The Ask service app needs the 'server' extra: pip install 'agentskit-chat[server]'"
-        ) from exc
-    return Request
 
 
 def _case(name: str) -> AskServiceError:
@@ -142,7 +130,7 @@ class AskServiceApp:
         self.service = service
         self.body_timeout = check_body_timeout(body_timeout)
         self._authenticate = authenticate
-        self._request_class = _import_request()
+        self._request_class = request_class("Ask service app")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one ASGI connection scope."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol._text import js_trim
@@ -18,10 +18,28 @@ from agentskit_chat.protocol._text import js_trim
 from ._asgi import Receive, Scope, Send, header
 from ._errors import UNAUTHORIZED, send_error
 
-__all__ = ["ApiKeyGate", "GateVerdict", "is_loopback"]
+if TYPE_CHECKING:
+    from starlette.requests import Request
+
+__all__ = ["ApiKeyGate", "GateVerdict", "is_loopback", "request_class"]
 
 #: How a caller was admitted: with the API key, or as a loopback client.
 GateVerdict = Literal["api-key", "loopback"]
+
+
+def request_class(app: str) -> type[Request]:
+    """Starlette's ``Request``, what host authenticators receive (the ``server`` extra).
+
+    Raises:
+        ImportError: naming ``app`` and the extra, when Starlette is not installed.
+    """
+    try:
+        from starlette.requests import Request  # noqa: PLC0415 - the server extra is optional
+    except ImportError as exc:  # pragma: no cover - the dev environment has the extra
+        raise ImportError(
+            f"The {app} needs the 'server' extra: pip install 'agentskit-chat[server]'"
+        ) from exc
+    return Request
 
 
 def is_loopback(host: str | None) -> bool:

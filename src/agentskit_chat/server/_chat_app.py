@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias, TypeVar
+from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 import anyio
 import anyio.abc
@@ -57,10 +57,8 @@ from agentskit_chat.runtime._messages import format_message_timestamp
 from agentskit_chat.service import Authenticated, AuthResult, Refused
 
 from ._asgi import Receive, Scope, Send, handle_non_http, header, send_response
+from ._auth import request_class
 from ._body import BodyTimedOut, BodyTooLarge, ClientDisconnected, RequestBody
-
-if TYPE_CHECKING:
-    from starlette.requests import Request
 
 __all__ = [
     "ChatApp",
@@ -174,16 +172,6 @@ def _utc_now() -> datetime:
 
 def _new_id() -> str:
     return str(uuid.uuid4())
-
-
-def _import_request() -> type[Request]:
-    try:
-        from starlette.requests import Request  # noqa: PLC0415 - the server extra is optional
-    except ImportError as exc:  # pragma: no cover - the dev environment has the extra
-        raise ImportError(
-            "The chat app needs the 'server' extra: pip install 'agentskit-chat[server]'"
-        ) from exc
-    return Request
 
 
 def _positive_seconds(value: object) -> float:
@@ -408,7 +396,7 @@ class _Turn:
         if not self.started:
             # Aborted before the model ran: the turn did nothing, so it may be submitted again.
             self._settle_choice(self.controller.state, lost=True)
-            await self._close_memory()
+            await self._app.close_memory(self._memory)
             await self._app.give_back(self.session, self.submission.turn_id, None)
             return
         with anyio.move_on_after(bound):
@@ -422,7 +410,7 @@ class _Turn:
                     await self.session.persist()
         except BaseException:
             self._settle_choice(state, lost=True)
-            await self._close_memory()
+            await self._app.close_memory(self._memory)
             raise
         outcome: Literal["completed", "indeterminate"] = "completed"
         failure: BaseException | None = None
@@ -442,7 +430,7 @@ class _Turn:
             with anyio.fail_after(bound):
                 await self.session.release_turn(self.submission.turn_id, outcome)
         finally:
-            await self._close_memory()
+            await self._app.close_memory(self._memory)
         if failure is not None:
             raise failure
 
@@ -466,9 +454,6 @@ class _Turn:
                 choice.reservation.release()
         except Exception:
             return
-
-    async def _close_memory(self) -> None:
-        await self._app.close_memory(self._memory)
 
 
 class ChatApp:
@@ -518,7 +503,7 @@ class ChatApp:
         self._chat_memory = chat_memory
         self._now = now or _utc_now
         self._create_id = create_id or _new_id
-        self._request_class = _import_request()
+        self._request_class = request_class("chat app")
 
     # --- the request ----------------------------------------------------------------------
 
