@@ -96,6 +96,7 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "resume_chat_session",
         "write_artifact_build",
     ],
+    "agentskit_chat.actions": [],
     "agentskit_chat.agents": [
         "ANALYST_AGENT_NAME",
         "ANALYST_GROUNDING_RULES",
@@ -197,6 +198,16 @@ PUBLIC_NAMES: dict[str, list[str]] = {
     "agentskit_chat.cli": [
         "app",
         "main",
+    ],
+    "agentskit_chat.components": [
+        "COMPONENT_KEY_PATTERN",
+        "ComponentAccessibility",
+        "ComponentCapability",
+        "ComponentDefinition",
+        "ComponentEventSpec",
+        "EventValueKind",
+        "FallbackBuilder",
+        "LiveRegion",
     ],
     "agentskit_chat.conversation": [
         "MAX_TERMINAL_TURNS",
