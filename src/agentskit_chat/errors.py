@@ -85,13 +85,15 @@ class ConfigurationError(AgentsKitChatError, ValueError):
     Attributes:
         code: Always ``AK_CONFIG_INVALID``.
         message: A fixed sentence naming the invalid option; it never contains the value.
+        hint: A fixed sentence saying how to use the component correctly, or ``None``.
     """
 
     code = "AK_CONFIG_INVALID"
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.hint = hint
 
 
 class ToolError(AgentsKitChatError):
