@@ -3,8 +3,44 @@
 A model, a component frame or a tool argument can only *propose* an action; a confirmation
 bound to the session and an expiry must approve it, and the host's trusted context must hold
 the action's capabilities both when it is proposed and when it executes.
+
+:func:`create_action_confirmation` proposes actions as confirmation-gated tool calls and
+approves or rejects them by token (see ``docs/actions.md``).
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from agentskit_chat.protocol import ConfirmationStatus
+
+from ._confirmation import (
+    DEFAULT_CONFIRMATION_TTL_MS,
+    MAX_CONFIRMATIONS,
+    ActionConfirmation,
+    create_action_confirmation,
+)
+from ._records import (
+    CONFIRMATION_HINT,
+    ClaimLost,
+    ClaimStatus,
+    ConfirmationChangeObserver,
+    ConfirmationChat,
+    ConfirmationRecord,
+    SettleRecord,
+    TerminalConfirmationStatus,
+)
+
+__all__ = [
+    "CONFIRMATION_HINT",
+    "DEFAULT_CONFIRMATION_TTL_MS",
+    "MAX_CONFIRMATIONS",
+    "ActionConfirmation",
+    "ClaimLost",
+    "ClaimStatus",
+    "ConfirmationChangeObserver",
+    "ConfirmationChat",
+    "ConfirmationRecord",
+    "ConfirmationStatus",
+    "SettleRecord",
+    "TerminalConfirmationStatus",
+    "create_action_confirmation",
+]
