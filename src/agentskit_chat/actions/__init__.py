@@ -18,6 +18,15 @@ from ._confirmation import (
     ActionConfirmation,
     create_action_confirmation,
 )
+from ._policy import (
+    CapabilityPolicy,
+    PolicyContext,
+    PolicyDecision,
+    PolicyReason,
+    PolicyTrace,
+    PolicyTraceObserver,
+    create_capability_policy,
+)
 from ._records import (
     CONFIRMATION_HINT,
     ClaimLost,
@@ -34,13 +43,20 @@ __all__ = [
     "DEFAULT_CONFIRMATION_TTL_MS",
     "MAX_CONFIRMATIONS",
     "ActionConfirmation",
+    "CapabilityPolicy",
     "ClaimLost",
     "ClaimStatus",
     "ConfirmationChangeObserver",
     "ConfirmationChat",
     "ConfirmationRecord",
     "ConfirmationStatus",
+    "PolicyContext",
+    "PolicyDecision",
+    "PolicyReason",
+    "PolicyTrace",
+    "PolicyTraceObserver",
     "SettleRecord",
     "TerminalConfirmationStatus",
     "create_action_confirmation",
+    "create_capability_policy",
 ]
