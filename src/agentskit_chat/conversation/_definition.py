@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Literal, overload
 
+from agentskit_chat.components import STANDARD_COMPONENT_MANIFEST, ComponentManifest
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.runtime import ChatConfig
 
@@ -241,6 +242,10 @@ class ChatDefinition:
             makes stored session metadata meaningless (resuming an older revision fails).
         conversation: The deterministic conversation, if any.
         choice_submission: Reserves deterministic choice clicks (see :data:`ChoiceSubmission`).
+        components: The closed set of components its messages may render (see
+            :func:`~agentskit_chat.components.define_component_manifest`); ``None`` means the
+            twelve standard components. A frame for any other component is shown as its text
+            fallback and can trigger nothing.
     """
 
     id: str
@@ -248,6 +253,22 @@ class ChatDefinition:
     revision: int = 1
     conversation: ConversationDefinition | None = None
     choice_submission: ChoiceSubmission | None = None
+    components: ComponentManifest | None = None
+
+    @property
+    def manifest(self) -> ComponentManifest:
+        """The components this chat renders: ``components``, or the standard manifest.
+
+        Raises:
+            ConfigurationError: ``components`` is not a manifest ("Chat components must be a
+                component manifest.").
+        """
+        components = self.components
+        if components is None:
+            return STANDARD_COMPONENT_MANIFEST
+        if not isinstance(components, ComponentManifest):
+            raise ConfigurationError("Chat components must be a component manifest.")
+        return components
 
 
 @overload
@@ -262,6 +283,7 @@ def define_chat(
     revision: int = 1,
     conversation: ConversationDefinition | None = None,
     choice_submission: ChoiceSubmission | None = None,
+    components: ComponentManifest | None = None,
 ) -> ChatDefinition: ...
 
 
