@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import anyio
@@ -9,10 +10,12 @@ import pytest
 
 from agentskit_chat.actions import (
     CONFIRMATION_HINT,
+    ClaimLost,
     ConfirmationRecord,
     create_action_confirmation,
 )
 from agentskit_chat.errors import ConfigurationError, ToolError
+from agentskit_chat.protocol import Confirmation
 from agentskit_chat.runtime import ChatTool
 
 from ._support import TOOL, Executor, ScriptedChat, controller
@@ -241,3 +244,230 @@ async def test_upstream_refusals_propagate_and_record_nothing() -> None:
     with pytest.raises(ConfigurationError):
         await confirmation.propose(name="plain", input={})
     assert confirmation.get_snapshot() == ()
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "processing", "final"),
+    [
+        ("approve", "reject", "approving", "approved"),
+        ("reject", "approve", "rejecting", "rejected"),
+    ],
+)
+async def test_approve_and_reject_race_by_claim(
+    first: str, second: str, processing: str, final: str
+) -> None:
+    chat = ScriptedChat(gate=anyio.Event())
+    confirmation = create_action_confirmation(session_id="s", chat=chat, create_id=lambda: "c")
+    record = await confirmation.propose(name=TOOL, input={})
+    results: dict[str, ConfirmationRecord] = {}
+
+    async def decide(kind: str) -> None:
+        call = confirmation.approve if kind == "approve" else confirmation.reject
+        results[kind] = await call(record.token, "s")
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(decide, first)
+        await anyio.wait_all_tasks_blocked()
+        # The second call returns while the winner's upstream call is still in flight.
+        await decide(second)
+        assert results[second].status == processing
+        assert chat.gate is not None
+        chat.gate.set()
+    assert results[first].status == final
+    assert results[second].status == processing  # never the winner's outcome as its own
+    assert len(chat.approved) + len(chat.denied) == 1
+    assert confirmation.get_snapshot()[0].status == final
+
+
+async def test_two_concurrent_rejections_share_one_denial() -> None:
+    chat = ScriptedChat(gate=anyio.Event())
+    confirmation = create_action_confirmation(session_id="s", chat=chat, create_id=lambda: "c")
+    record = await confirmation.propose(name=TOOL, input={})
+    results: list[ConfirmationRecord] = []
+
+    async def reject(reason: str) -> None:
+        results.append(await confirmation.reject(record.token, "s", reason))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(reject, "first")
+        group.start_soon(reject, "second")
+        await anyio.wait_all_tasks_blocked()
+        assert chat.gate is not None
+        chat.gate.set()
+    assert [r.status for r in results] == ["rejected", "rejected"]
+    assert chat.denied == [("app-c", "first")]
+
+
+async def test_concurrent_approvals_share_a_failure() -> None:
+    chat = ScriptedChat(fail=1, gate=anyio.Event())
+    confirmation = create_action_confirmation(session_id="s", chat=chat, create_id=lambda: "c")
+    record = await confirmation.propose(name=TOOL, input={})
+    failures: list[BaseException] = []
+
+    async def approve() -> None:
+        try:
+            await confirmation.approve(record.token, "s")
+        except RuntimeError as error:
+            failures.append(error)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(approve)
+        group.start_soon(approve)
+        await anyio.wait_all_tasks_blocked()
+        assert chat.gate is not None
+        chat.gate.set()
+    assert len(failures) == 2
+    assert chat.approved == ["app-c"]
+    assert confirmation.get_snapshot()[0].status == "pending"
+
+
+class DurableClaims:
+    """A claim hook that records each claim and answers from a script."""
+
+    def __init__(self, *answers: Any) -> None:
+        self.answers = list(answers)
+        self.claims: list[tuple[str, str]] = []
+
+    async def __call__(self, record: ConfirmationRecord, status: str) -> Any:
+        self.claims.append((record.status, status))
+        return self.answers.pop(0) if self.answers else True
+
+
+async def test_with_durable_claims_a_failed_upstream_keeps_the_processing_status() -> None:
+    chat = ScriptedChat(fail=1)
+    claims = DurableClaims()
+    changes: list[tuple[str, ...]] = []
+    confirmation = create_action_confirmation(
+        session_id="s",
+        chat=chat,
+        create_id=lambda: "c",
+        claim_status=claims,
+        on_change=lambda records: changes.append(tuple(r.status for r in records)),
+    )
+    record = await confirmation.propose(name=TOOL, input={})
+    with pytest.raises(RuntimeError):
+        await confirmation.approve(record.token, "s")
+    assert confirmation.get_snapshot()[0].status == "approving"
+    assert (await confirmation.approve(record.token, "s")).status == "approving"
+    assert chat.approved == ["app-c"]
+    # Claims go to the hook; on_change only hears of the proposal.
+    assert claims.claims == [("pending", "approving")]
+    assert changes == [("pending",)]
+
+    settled = await confirmation.reconcile(record.token, "s", "rejected")
+    assert settled.status == "rejected"
+    assert claims.claims[-1] == ("approving", "rejected")
+    assert chat.approved == ["app-c"]
+    assert chat.denied == []
+
+
+async def test_a_refused_claim_is_already_resolved_and_calls_nothing() -> None:
+    chat = ScriptedChat()
+    confirmation = create_action_confirmation(
+        session_id="s", chat=chat, create_id=lambda: "c", claim_status=DurableClaims(False)
+    )
+    record = await confirmation.propose(name=TOOL, input={})
+    with pytest.raises(ConfigurationError) as error:
+        await confirmation.approve(record.token, "s")
+    expect_config_error("Action confirmation was already resolved by another client.", error)
+    assert chat.approved == []
+
+
+async def test_a_lost_claim_adopts_the_other_clients_record() -> None:
+    chat = ScriptedChat()
+    claims = DurableClaims()
+    confirmation = create_action_confirmation(
+        session_id="s", chat=chat, create_id=lambda: "c", claim_status=claims
+    )
+    record = await confirmation.propose(name=TOOL, input={})
+    elsewhere = ConfirmationRecord(
+        token=record.token,
+        session_id="whatever",
+        action=record.action,
+        input=record.input,
+        tool_call_id=record.tool_call_id,
+        expires_at=record.expires_at,
+        status="rejected",
+    )
+    claims.answers.append(ClaimLost(elsewhere))
+    result = await confirmation.approve(record.token, "s")
+    assert (result.status, result.session_id) == ("rejected", "s")
+    assert confirmation.get_snapshot() == (result,)
+    assert chat.approved == []
+    assert chat.denied == []
+
+
+async def test_in_memory_reconcile_refuses_pending_records() -> None:
+    confirmation = create_action_confirmation(
+        session_id="s", chat=ScriptedChat(), create_id=lambda: "c"
+    )
+    record = await confirmation.propose(name=TOOL, input={})
+    with pytest.raises(ConfigurationError) as error:
+        await confirmation.reconcile(record.token, "s", "approved")
+    expect_config_error("Action confirmation is not awaiting reconciliation.", error)
+
+
+async def test_initial_records_are_restored_into_this_session_in_order() -> None:
+    stored = [
+        Confirmation(
+            token=f"confirm-{n}",
+            action=TOOL,
+            input={"n": n},
+            tool_call_id=f"app-{n}",
+            expires_at=10,
+            status="pending",
+        )
+        for n in range(3)
+    ]
+    chat = ScriptedChat()
+    confirmation = create_action_confirmation(
+        session_id="s", chat=chat, initial_records=stored, now=lambda: 5
+    )
+    snapshot = confirmation.get_snapshot()
+    assert [(r.token, r.session_id) for r in snapshot] == [
+        ("confirm-0", "s"),
+        ("confirm-1", "s"),
+        ("confirm-2", "s"),
+    ]
+    assert confirmation.get_by_tool_call("app-1") == snapshot[1]
+    assert (await confirmation.approve("confirm-1", "s")).status == "approved"
+    assert chat.approved == ["app-1"]
+
+
+@pytest.mark.parametrize("duplicate", ["token", "tool_call_id"])
+async def test_initial_records_with_duplicates_are_invalid(duplicate: str) -> None:
+    base = ConfirmationRecord(
+        token="confirm-1",
+        session_id="s",
+        action=TOOL,
+        input={},
+        tool_call_id="app-1",
+        expires_at=10,
+        status="pending",
+    )
+    other = {"token": "confirm-2", "tool_call_id": "app-2"}
+    del other[duplicate]
+    twin = dataclasses.replace(base, **other)
+    with pytest.raises(ConfigurationError) as error:
+        create_action_confirmation(
+            session_id="s", chat=ScriptedChat(), initial_records=[base, twin]
+        )
+    expect_config_error("Action confirmation options are invalid.", error)
+
+
+async def test_a_repeated_id_is_refused_before_the_upstream() -> None:
+    chat = ScriptedChat()
+    confirmation = create_action_confirmation(session_id="s", chat=chat, create_id=lambda: "c")
+    await confirmation.propose(name=TOOL, input={})
+    with pytest.raises(ConfigurationError) as error:
+        await confirmation.propose(name=TOOL, input={"other": True})
+    expect_config_error("Action confirmation id is already in use.", error)
+    assert len(confirmation.get_snapshot()) == 1
+
+
+async def test_default_ids_are_distinct_and_valid() -> None:
+    confirmation = create_action_confirmation(session_id="s", chat=ScriptedChat(), now=lambda: 100)
+    first = await confirmation.propose(name=TOOL, input={})
+    second = await confirmation.propose(name=TOOL, input={})
+    assert first.token != second.token
+    assert first.token.endswith("-2s")  # now() = 100 in base 36

@@ -16,8 +16,10 @@ from agentskit_chat.runtime import (
     ChatConfig,
     ChatMessage,
     ChatSource,
+    ChatTool,
     InMemoryChatMemory,
     StreamChunk,
+    ToolAuthorizer,
 )
 from agentskit_chat.server import create_chat_app
 from tests.conversation._support import Clock
@@ -120,8 +122,15 @@ class RejectingLaterSaves(InMemorySessionStorage):
         return await super().save(snapshot, expected_cursor)
 
 
-def definition(adapter: EchoAdapter, **fields: Any) -> ChatDefinition:
-    return define_chat(id="support", chat=ChatConfig(adapter=adapter), **fields)
+def definition(
+    adapter: EchoAdapter,
+    *,
+    tools: tuple[ChatTool, ...] = (),
+    authorize: ToolAuthorizer | None = None,
+    **fields: Any,
+) -> ChatDefinition:
+    config = ChatConfig(adapter=adapter, tools=tools, authorize_tool_call=authorize)
+    return define_chat(id="support", chat=config, **fields)
 
 
 def submit(

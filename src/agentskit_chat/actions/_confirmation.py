@@ -43,7 +43,6 @@ from ._records import (
     SettleRecord,
     TerminalConfirmationStatus,
     confirmation_error,
-    record_from_wire,
 )
 
 __all__ = [
@@ -202,7 +201,7 @@ class ActionConfirmation:
             )
         except ValueError:
             raise confirmation_error(_INVALID_OPTIONS) from None
-        record = record_from_wire(wire, self._session_id)
+        record = ConfirmationRecord.from_wire(wire, self._session_id)
         self._store(record)
         try:
             await self._changed()
@@ -320,11 +319,11 @@ class ActionConfirmation:
         upstream: Callable[[], Awaitable[None]],
     ) -> ConfirmationRecord:
         try:
-            claimed = await self._claim(record, processing)
+            claimed, won = await self._claim(record, processing)
         finally:
             flight.claimed.set()
-        if claimed.status != processing:
-            return claimed  # another client claimed first; its record is adopted
+        if not won:
+            return claimed  # another client claimed first: its record, adopted
         try:
             await upstream()
         except BaseException:
@@ -333,7 +332,8 @@ class ActionConfirmation:
             # With durable claims the processing status stays: the upstream may have acted,
             # so the call is never delegated twice.
             raise
-        return await self._claim(claimed, terminal)
+        final, _ = await self._claim(claimed, terminal)
+        return final
 
     async def _revert(self, record: ConfirmationRecord) -> None:
         self._records[record.token] = record
@@ -343,24 +343,25 @@ class ActionConfirmation:
 
     async def _claim(
         self, record: ConfirmationRecord, status: ConfirmationStatus
-    ) -> ConfirmationRecord:
+    ) -> tuple[ConfirmationRecord, bool]:
+        """The record after claiming ``status``, and whether this call made the change."""
         claim_status = self._claim_status
         updated = replace(record, status=status)
         if claim_status is not None:
             outcome = await _maybe_await(claim_status(record, status))
             if isinstance(outcome, ClaimLost):
-                return self._adopt(outcome.current)
+                return self._adopt(outcome.current), False
             if outcome is not True:
                 raise confirmation_error(_RESOLVED)
             self._records[record.token] = updated
-            return updated
+            return updated, True
         self._records[record.token] = updated
         try:
             await self._changed()
         except BaseException:
             self._records[record.token] = record
             raise
-        return updated
+        return updated, True
 
     def _adopt(self, current: ConfirmationRecord) -> ConfirmationRecord:
         known = self._records[current.token]
@@ -395,7 +396,8 @@ class ActionConfirmation:
             raise confirmation_error(_NOT_TERMINAL)
         if record.status not in PROCESSING_STATUSES or token in self._flights:
             raise confirmation_error(_NOT_STUCK)
-        return await self._claim(record, status)
+        settled, _ = await self._claim(record, status)
+        return settled
 
     # --- storage -----------------------------------------------------------------------------
 
@@ -420,7 +422,7 @@ def _restore(
         wire = item.to_wire() if isinstance(item, ConfirmationRecord) else item
         if not isinstance(wire, Confirmation):
             raise confirmation_error(_INVALID_OPTIONS)
-        restored.append(record_from_wire(wire, session_id))
+        restored.append(ConfirmationRecord.from_wire(wire, session_id))
     tokens = {record.token for record in restored}
     calls = {record.tool_call_id for record in restored}
     if len(restored) > MAX_CONFIRMATIONS or not len(tokens) == len(calls) == len(restored):

@@ -21,7 +21,6 @@ __all__ = [
     "SettleRecord",
     "TerminalConfirmationStatus",
     "confirmation_error",
-    "record_from_wire",
 ]
 
 #: The hint every confirmation error carries.
@@ -65,6 +64,19 @@ class ConfirmationRecord:
     expires_at: int
     status: ConfirmationStatus
 
+    @classmethod
+    def from_wire(cls, confirmation: Confirmation, session_id: str) -> ConfirmationRecord:
+        """A stored confirmation as a record of ``session_id``."""
+        return cls(
+            token=confirmation.token,
+            session_id=session_id,
+            action=confirmation.action,
+            input=confirmation.input,
+            tool_call_id=confirmation.tool_call_id,
+            expires_at=confirmation.expires_at,
+            status=confirmation.status,
+        )
+
     def to_wire(self) -> Confirmation:
         """The record as a session snapshot stores it (without ``session_id``)."""
         return Confirmation(
@@ -75,19 +87,6 @@ class ConfirmationRecord:
             expires_at=self.expires_at,
             status=self.status,
         )
-
-
-def record_from_wire(confirmation: Confirmation, session_id: str) -> ConfirmationRecord:
-    """A stored confirmation as a record of ``session_id``."""
-    return ConfirmationRecord(
-        token=confirmation.token,
-        session_id=session_id,
-        action=confirmation.action,
-        input=confirmation.input,
-        tool_call_id=confirmation.tool_call_id,
-        expires_at=confirmation.expires_at,
-        status=confirmation.status,
-    )
 
 
 class ConfirmationChat(Protocol):

@@ -12,6 +12,7 @@ retries and regenerations replay them and edits re-evaluate them. Sessions are s
 
 from __future__ import annotations
 
+from ._confirmations import DEFAULT_SETTLE_TIMEOUT_S, reconcile_confirmation
 from ._definition import (
     ChatDefinition,
     ChoiceSubmission,
@@ -30,6 +31,7 @@ from ._definition import (
 )
 from ._factory import create_chat_session, resolve_chat_session, resume_chat_session
 from ._lifecycle import LifecycleTargets, get_lifecycle_targets
+from ._policy import with_action_policy
 from ._session import (
     MAX_TERMINAL_TURNS,
     ChatSession,
@@ -42,6 +44,7 @@ from ._sources import ROUTE_FAILED_MESSAGE
 from ._storage import InMemorySessionStorage, SessionStorage
 
 __all__ = [
+    "DEFAULT_SETTLE_TIMEOUT_S",
     "MAX_TERMINAL_TURNS",
     "ROUTE_FAILED_MESSAGE",
     "ChatDefinition",
@@ -68,6 +71,8 @@ __all__ = [
     "create_chat_session",
     "define_chat",
     "get_lifecycle_targets",
+    "reconcile_confirmation",
     "resolve_chat_session",
     "resume_chat_session",
+    "with_action_policy",
 ]

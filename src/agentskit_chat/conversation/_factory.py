@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Final
 
+from agentskit_chat.actions import ConfirmationChangeObserver
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import Decoded, SessionSnapshot, decode_session_snapshot
 from agentskit_chat.protocol._json import MAX_SAFE_INTEGER
@@ -43,6 +44,7 @@ def _revision(definition: ChatDefinition) -> int:
     revision = definition.revision
     if type(revision) is not int or not 1 <= revision <= MAX_SAFE_INTEGER:
         raise ConfigurationError("Chat definition revision is invalid.")
+    definition.manifest  # noqa: B018 -- checks ``components`` when the session is created
     return revision
 
 
@@ -54,6 +56,7 @@ def create_chat_session(
     storage: SessionStorage | None = None,
     now: SessionClock | None = None,
     on_persist_error: PersistErrorObserver | None = None,
+    on_confirmation_change: ConfirmationChangeObserver | None = None,
 ) -> ChatSession:
     """A session of ``definition``, new or restored from a decoded ``snapshot``.
 
@@ -66,6 +69,9 @@ def create_chat_session(
             cursor.
         now: The clock (aware ``datetime``) for default ids, ``updatedAt`` and turn leases.
         on_persist_error: Told about every failed save that dispatch scheduled.
+        on_confirmation_change: Told every confirmation record (with its ``session_id``)
+            after each saved change of the session's confirmations; isolated, so an observer
+            that raises changes nothing.
 
     Raises:
         ConfigurationError: "Chat definition revision is invalid.", "Chat definition identity
@@ -116,6 +122,7 @@ def create_chat_session(
         storage=storage,
         now=clock,
         on_persist_error=on_persist_error,
+        on_confirmation_change=on_confirmation_change,
     )
 
 
@@ -141,6 +148,7 @@ async def resume_chat_session(
     now: SessionClock | None = None,
     on_persist_error: PersistErrorObserver | None = None,
     memory: ChatMemory | None = None,
+    on_confirmation_change: ConfirmationChangeObserver | None = None,
 ) -> ChatSession:
     """The session ``session_id`` as stored, or a new one when storage has none.
 
@@ -152,6 +160,9 @@ async def resume_chat_session(
     none), so a controller built from ``session.chat`` continues the conversation and saves
     each turn to it. A memory whose ``conversation_id`` is another session's is refused.
 
+    ``on_persist_error`` and ``on_confirmation_change`` are as for :func:`create_chat_session`,
+    so a resumed session keeps its confirmation audit observer.
+
     Raises:
         ConfigurationError: the stored record is not a valid snapshot ("Session snapshot is not
             valid JSON.", "Session snapshot uses an unsupported version.", "Session snapshot
@@ -161,7 +172,14 @@ async def resume_chat_session(
             memory belongs to another conversation.").
         Exception: whatever the storage's or the memory's ``load`` raised.
     """
-    session = await _resume(definition, session_id, storage, now, on_persist_error)
+    session = await _resume(
+        definition,
+        session_id,
+        storage,
+        now=now,
+        on_persist_error=on_persist_error,
+        on_confirmation_change=on_confirmation_change,
+    )
     if memory is not None:
         check_memory_for(memory, session_id)
         loaded = tuple(await memory.load())
@@ -174,8 +192,10 @@ async def _resume(
     definition: ChatDefinition,
     session_id: str,
     storage: SessionStorage,
+    *,
     now: SessionClock | None,
     on_persist_error: PersistErrorObserver | None,
+    on_confirmation_change: ConfirmationChangeObserver | None,
 ) -> ChatSession:
     stored = await storage.load(session_id)
     if stored is None:
@@ -185,6 +205,7 @@ async def _resume(
             storage=storage,
             now=now,
             on_persist_error=on_persist_error,
+            on_confirmation_change=on_confirmation_change,
         )
     result = decode_session_snapshot(stored)
     if not isinstance(result, Decoded):
@@ -203,6 +224,7 @@ async def _resume(
         storage=storage,
         now=now,
         on_persist_error=on_persist_error,
+        on_confirmation_change=on_confirmation_change,
     )
 
 

@@ -12,7 +12,7 @@ next explicit :meth:`ChatSession.persist` raises it, so a lost save is never sil
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Final, Literal
@@ -20,6 +20,16 @@ from typing import Final, Literal
 import anyio
 
 from agentskit_chat._observers import notify
+from agentskit_chat.actions import (
+    DEFAULT_CONFIRMATION_TTL_MS,
+    ActionConfirmation,
+    ClaimLost,
+    ConfirmationChangeObserver,
+    ConfirmationChat,
+    ConfirmationRecord,
+    ConfirmationStatus,
+    create_action_confirmation,
+)
 from agentskit_chat.errors import ConfigurationError, SessionConflictError
 from agentskit_chat.protocol import (
     SESSION_PROTOCOL,
@@ -37,6 +47,7 @@ from agentskit_chat.runtime._messages import format_message_timestamp
 
 from ._adapters import ConversationAdapter, ScopedAdapter, unwrap_adapter
 from ._compile import CompiledConversation
+from ._confirmations import DEFAULT_SETTLE_TIMEOUT_S, PROCESSING, load_confirmation, wait_settled
 from ._dispatch import Dispatcher
 from ._storage import SessionStorage
 
@@ -120,6 +131,7 @@ class ChatSession:
         storage: SessionStorage | None,
         now: SessionClock,
         on_persist_error: PersistErrorObserver | None,
+        on_confirmation_change: ConfirmationChangeObserver | None = None,
     ) -> None:
         self.session_id = session_id
         self.definition_id = definition_id
@@ -127,6 +139,7 @@ class ChatSession:
         self._storage = storage
         self._now = now
         self._on_persist_error = on_persist_error
+        self._on_confirmation_change = on_confirmation_change
         self._cursor = restored.cursor
         self._exists = restored.exists
         self._active_turn = restored.active_turn
@@ -289,6 +302,158 @@ class ChatSession:
             except BaseException:
                 self._dirty = True
                 raise
+
+    # --- confirmations -------------------------------------------------------------------------
+
+    @property
+    def confirmations(self) -> tuple[ConfirmationRecord, ...]:
+        """The session's confirmation records, in creation order."""
+        return self._records()
+
+    def _records(self) -> tuple[ConfirmationRecord, ...]:
+        return tuple(ConfirmationRecord.from_wire(c, self.session_id) for c in self._confirmations)
+
+    def create_confirmation(
+        self,
+        *,
+        chat: ConfirmationChat,
+        ttl_ms: int = DEFAULT_CONFIRMATION_TTL_MS,
+        now: Callable[[], int] | None = None,
+        create_id: Callable[[], str] | None = None,
+        settle_timeout_s: float = DEFAULT_SETTLE_TIMEOUT_S,
+    ) -> ActionConfirmation:
+        """A confirmation for this session's tokens, kept in the session's snapshot.
+
+        It starts from the session's records; each proposal is saved with the session, and
+        ``on_confirmation_change`` is told every record after each saved change.
+
+        With storage, each status is claimed by a compare-and-set save *before* the upstream
+        is called, so of several clients (workers) deciding one token exactly one calls the
+        upstream, once. A client whose claim loses does not fail: it reads the stored record
+        and, while that is still processing, polls it (a short backoff, at most
+        ``settle_timeout_s`` seconds) so that it normally returns the winner's terminal record;
+        after that bound it returns the processing record. A decision that finds a processing
+        record it did not claim waits the same way. A save that conflicts for any other reason
+        raises :class:`~agentskit_chat.errors.SessionConflictError`. An upstream failure leaves
+        the record in its processing status for every client, never retried; settle it with
+        :func:`~agentskit_chat.conversation.reconcile_confirmation`.
+
+        Without storage, statuses change in memory (saves only advance the cursor), and a
+        failed upstream call puts the record back to ``pending``.
+
+        Args:
+            chat: The upstream chat, such as a controller built from ``session.chat``.
+            ttl_ms: How long a proposal can be approved.
+            now: The clock in epoch milliseconds; by default the session's clock.
+            create_id: Makes each proposal's id (see
+                :func:`~agentskit_chat.actions.create_action_confirmation`).
+            settle_timeout_s: How long a decision that lost a race waits for the winner.
+
+        Raises:
+            ConfigurationError: "Action confirmation options are invalid."
+
+        Example:
+            >>> controller = ChatController(session.chat)  # doctest: +SKIP
+            >>> confirmation = session.create_confirmation(chat=controller)  # doctest: +SKIP
+        """
+        clock = now or (lambda: epoch_ms(self._now()))
+        storage = self._storage
+        return create_action_confirmation(
+            session_id=self.session_id,
+            chat=chat,
+            ttl_ms=ttl_ms,
+            now=clock,
+            create_id=create_id,
+            initial_records=self._confirmations,
+            on_change=self._confirmations_changed,
+            claim_status=None if storage is None else self._claimer(storage, settle_timeout_s),
+            settle=None if storage is None else self._settler(storage, settle_timeout_s),
+        )
+
+    def _put(self, confirmation: Confirmation) -> Confirmation | None:
+        """Replace the entry with ``confirmation``'s token; the entry it replaced."""
+        items = list(self._confirmations)
+        for index, item in enumerate(items):
+            if item.token == confirmation.token:
+                items[index] = confirmation
+                self._confirmations = tuple(items)
+                return item
+        return None
+
+    def _entry(self, token: str) -> Confirmation | None:
+        return next((c for c in self._confirmations if c.token == token), None)
+
+    async def _confirmations_changed(self, records: tuple[ConfirmationRecord, ...]) -> None:
+        previous = self._confirmations
+        updated = tuple(record.to_wire() for record in records)
+        self._confirmations = updated
+        try:
+            # Saved even when an earlier scheduled save failed (the observer heard of it):
+            # this save stores the latest state, that failure's included.
+            await self._persist(self._storage, raise_pending=False)
+        except BaseException:
+            if self._confirmations is updated:
+                self._confirmations = previous
+            raise
+        notify(self._on_confirmation_change, records)
+
+    def _claimer(
+        self, storage: SessionStorage, settle_timeout_s: float
+    ) -> Callable[[ConfirmationRecord, ConfirmationStatus], Awaitable[bool | ClaimLost]]:
+        async def claim(record: ConfirmationRecord, status: ConfirmationStatus) -> bool | ClaimLost:
+            entry = self._entry(record.token)
+            if entry is None or entry.tool_call_id != record.tool_call_id:
+                return False
+            if entry.status != record.status:
+                # Another confirmation of this session changed it in this process.
+                return ClaimLost(await self._settled(storage, entry, settle_timeout_s))
+            claimed = entry.model_copy(update={"status": status})
+            self._put(claimed)
+            try:
+                await self._persist(storage, raise_pending=False)
+            except SessionConflictError:
+                self._restore_entry(claimed, entry)
+                stored = await load_confirmation(storage, self.session_id, record.token)
+                if (
+                    stored is None
+                    or stored.tool_call_id != record.tool_call_id
+                    or stored.status == record.status
+                ):
+                    raise  # the snapshot changed in another way: this record was not taken
+                # Another client claimed it first: report its record, not a failure.
+                return ClaimLost(await self._settled(storage, stored, settle_timeout_s))
+            except BaseException:
+                self._restore_entry(claimed, entry)
+                raise
+            notify(self._on_confirmation_change, self._records())
+            return True
+
+        return claim
+
+    def _restore_entry(self, claimed: Confirmation, entry: Confirmation) -> None:
+        if self._entry(claimed.token) is claimed:
+            self._put(entry)
+
+    async def _settled(
+        self, storage: SessionStorage, current: Confirmation, settle_timeout_s: float
+    ) -> ConfirmationRecord:
+        if current.status in PROCESSING:
+            current = await wait_settled(storage, self.session_id, current, settle_timeout_s)
+        # Known locally from now on, though this session stays behind the stored cursor (its
+        # next save conflicts, so nothing it holds overwrites the other client's work).
+        self._put(current)
+        return ConfirmationRecord.from_wire(current, self.session_id)
+
+    def _settler(
+        self, storage: SessionStorage, settle_timeout_s: float
+    ) -> Callable[[ConfirmationRecord], Awaitable[ConfirmationRecord]]:
+        async def settle(record: ConfirmationRecord) -> ConfirmationRecord:
+            entry = self._entry(record.token)
+            if entry is None or entry.tool_call_id != record.tool_call_id:
+                return record
+            return await self._settled(storage, entry, settle_timeout_s)
+
+        return settle
 
     # --- turn leases -------------------------------------------------------------------------
 

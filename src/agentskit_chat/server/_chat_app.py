@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 import anyio
@@ -38,6 +39,7 @@ from agentskit_chat.errors import (
     ConfigurationError,
     SessionConflictError,
     StorageError,
+    ToolError,
 )
 from agentskit_chat.protocol import (
     ComponentFrame,
@@ -59,6 +61,13 @@ from agentskit_chat.service import Authenticated, AuthResult, Refused
 from ._asgi import Receive, Scope, Send, handle_non_http, header, send_response
 from ._auth import request_class
 from ._body import BodyTimedOut, BodyTooLarge, ClientDisconnected, RequestBody
+from ._chat_actions import (
+    CONFIRMATION_UNAVAILABLE_MESSAGE,
+    ChoiceAction,
+    action_id,
+    choice_action,
+    confirmation_decision,
+)
 
 __all__ = [
     "ChatApp",
@@ -112,6 +121,11 @@ _TURN_FAILED: Final = {
     "retryable": True,
 }
 _SUBMIT_LINEAGE: Final = {"operation": "submit"}
+_INVALID_EVENT: Final = "Request body must be a valid turn submission."
+_ACTION_FORBIDDEN: Final = "This action is not allowed."
+_ACTION_INVALID: Final = "This action cannot be proposed."
+# The confirmation coordinator's refusal when another client claimed the record first.
+_RESOLVED_ELSEWHERE: Final = "Action confirmation was already resolved by another client."
 
 
 class _Failure(Exception):
@@ -127,6 +141,18 @@ class _Failure(Exception):
 
 def _refusal(status: int, code: str, message: str, *, retryable: bool = False) -> _Failure:
     return _Failure(status, code, message, retryable=retryable)
+
+
+def _unavailable() -> _Failure:
+    return _refusal(409, "CONFIRMATION_UNAVAILABLE", CONFIRMATION_UNAVAILABLE_MESSAGE)
+
+
+def _action_refusal(error: ToolError) -> _Failure:
+    """What the client is told when an action could not be proposed (never the reason text,
+    which the host's authorizer wrote for its own logs)."""
+    if error.code == "AK_TOOL_FORBIDDEN":
+        return _refusal(403, "ACTION_FORBIDDEN", _ACTION_FORBIDDEN)
+    return _refusal(400, "ACTION_INVALID", _ACTION_INVALID)
 
 
 def _classify(error: BaseException) -> _Failure:
@@ -301,10 +327,14 @@ class _Turn:
         controller: ChatController,
         memory: ChatMemory | None,
         reservation: _Choice | None,
+        operation: Callable[[], Awaitable[object]] | None = None,
         abort: _Abort,
         group: anyio.abc.TaskGroup,
     ) -> None:
         self._app = app
+        self._operation = operation
+        #: A refusal of the turn's action, told to the client in the stream.
+        self.failure: _Failure | None = None
         self.submission = submission
         self.session = session
         self.controller = controller
@@ -348,7 +378,17 @@ class _Turn:
     async def run(self) -> None:
         self.started = True
         try:
-            await self.controller.send(self.submission.payload.input)
+            if self._operation is None:
+                await self.controller.send(self.submission.payload.input)
+            else:
+                await self._operation()
+        except ToolError as error:
+            self.send_failed = True
+            self.failure = _action_refusal(error)
+        except ConfigurationError as error:
+            self.send_failed = True
+            if error.message == _RESOLVED_ELSEWHERE:
+                self.failure = _unavailable()
         except Exception:
             self.send_failed = True
         finally:
@@ -615,13 +655,38 @@ class ChatApp:
             memory = await self._memory_for(context, session_id, definition)
             loaded = tuple(await memory.load()) if memory is not None else ()
             messages = loaded or tuple(definition.chat.initial_messages)
-            submission, reservation = self._choose(
-                definition, session_id, submission, candidate, messages
-            )
+            decision = confirmation_decision(candidate)
+            if decision is False:
+                raise _refusal(400, "REQUEST_INVALID_EVENT", _INVALID_EVENT)
+            action: tuple[str, ChoiceAction] | None = None
+            reservation: _Choice | None = None
+            if decision is None:
+                submission, reservation, action = self._choose(
+                    definition, session_id, submission, candidate, messages
+                )
             config = session.update_chat(
                 definition.chat.with_changes(memory=None, initial_messages=messages)
             )
             controller = ChatController(config)
+            operation: Callable[[], Awaitable[object]] | None = None
+            if decision is not None:
+                confirmation = session.create_confirmation(chat=controller)
+                record = confirmation.get_by_tool_call(decision.tool_call_id)
+                if record is None or record.status != "pending":
+                    raise _unavailable()
+                token = record.token
+                if decision.decision == "approve":
+                    operation = partial(confirmation.approve, token, session_id)
+                else:
+                    operation = partial(confirmation.reject, token, session_id, decision.reason)
+            elif action is not None:
+                suffix, chosen = action
+                confirmation = session.create_confirmation(
+                    chat=controller, create_id=lambda: suffix
+                )
+                if confirmation.get_by_tool_call(f"app-{suffix}") is not None:
+                    raise _refusal(409, "CHOICE_UNAVAILABLE", _CHOICE_EXPIRED)
+                operation = partial(confirmation.propose, name=chosen.name, input=chosen.input)
             return _Turn(
                 self,
                 submission=submission,
@@ -629,6 +694,7 @@ class ChatApp:
                 controller=controller,
                 memory=memory,
                 reservation=reservation,
+                operation=operation,
                 abort=abort,
                 group=group,
             )
@@ -677,17 +743,26 @@ class ChatApp:
         submission: SubmitEvent,
         candidate: object,
         messages: Sequence[ChatMessage],
-    ) -> tuple[SubmitEvent, _Choice | None]:
-        """The submission to run and its choice reservation, for a click on a shown choice."""
+    ) -> tuple[SubmitEvent, _Choice | None, tuple[str, ChoiceAction] | None]:
+        """For a click on a shown choice: the submission to run and its choice reservation,
+        or the action the choice carries (its proposal id and the action)."""
         selection = _selection(candidate)
         if selection is False:
-            raise _refusal(
-                400, "REQUEST_INVALID_EVENT", "Request body must be a valid turn submission."
-            )
-        submit = definition.choice_submission
-        if selection is None or submit is None:
-            return submission, None
+            raise _refusal(400, "REQUEST_INVALID_EVENT", _INVALID_EVENT)
+        if selection is None:
+            return submission, None, None
         shown = _shown_frame(messages, selection)
+        # An action is read from the frame this session showed, never from the click.
+        action = (
+            None
+            if shown is None
+            else choice_action(shown.frame, selection.choice_id, definition.manifest)
+        )
+        if action is not None:
+            return submission, None, (action_id(selection.instance_id, selection.choice_id), action)
+        submit = definition.choice_submission
+        if submit is None:
+            return submission, None, None
         if shown is None or shown.used:
             raise _refusal(409, "CHOICE_UNAVAILABLE", _CHOICE_EXPIRED)
         if shown.question is not None and _accepts_question(submit):
@@ -702,14 +777,14 @@ class ChatApp:
         else:
             result = submit(shown.frame, selection.choice_id, session_id=session_id)
         if result is None:
-            return submission, None
+            return submission, None, None
         value = getattr(result, "value", None)
         if getattr(result, "unavailable", False) or not isinstance(value, str):
             raise _refusal(409, "CHOICE_UNAVAILABLE", _CHOICE_EXPIRED)
         chosen = submission.model_copy(
             update={"payload": submission.payload.model_copy(update={"input": value})}
         )
-        return chosen, _Choice(result, shown.frame.instance_id)
+        return chosen, _Choice(result, shown.frame.instance_id), None
 
     async def give_back(self, session: ChatSession, turn_id: str, before: object) -> None:
         """Clear a lease this request claimed for a turn that never ran (bounded)."""
@@ -766,6 +841,8 @@ class ChatApp:
                     await turn.session.persist()
                     await self._line(send, self._snapshot_line(turn, state))
                     continue
+                if turn.failure is not None:
+                    await self._line(send, self._diagnostic_line(turn, turn.failure))
                 await turn.cleanup(stop=False)
                 break
         except OSError:
