@@ -408,6 +408,7 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "ToolAuthorizationContext",
         "ToolAuthorizer",
         "ToolExecutor",
+        "ToolRunner",
         "create_scoped_source",
     ],
     "agentskit_chat.server": [

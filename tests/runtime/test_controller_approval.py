@@ -234,7 +234,11 @@ async def test_approving_an_adapter_owned_call_resumes_with_it_running() -> None
     assert [m.role for m in resumed] == ["user", "assistant", "assistant"]
     assert resumed[1].tool_calls is not None
     assert resumed[1].tool_calls[0].status == "running"
-    assert [(c, phase, ctx.tool) for c, phase, ctx in authorizer.asked] == [("t1", "execute", None)]
+    # Authorized when the adapter proposed it, and again when it was approved.
+    assert [(c, phase, ctx.tool) for c, phase, ctx in authorizer.asked] == [
+        ("t1", "propose", None),
+        ("t1", "execute", None),
+    ]
     final = controller.state.messages[1].tool_calls
     assert final is not None
     assert final[0].to_wire() == {
@@ -302,6 +306,8 @@ async def test_an_approval_cancelled_while_authorizing_leaves_the_call_undecided
     deciding = anyio.Event()
 
     async def slow_authorizer(call: ToolCall, context: Any) -> ToolAuthorization:
+        if context.phase == "propose":
+            return ToolAuthorization(True)
         deciding.set()
         await anyio.sleep_forever()
         raise AssertionError("unreachable")

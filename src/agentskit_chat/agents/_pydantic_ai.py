@@ -14,6 +14,14 @@ asks again; the next run resumes with those decisions as ``DeferredToolResults``
 approved tool runs exactly once, inside the agent, and a denial reaches the model as a denied
 tool return. See :mod:`._pydantic_ai_history` for how the history is rebuilt.
 
+The chat's own tools reach the agent too, under the same checks as the controller's path (see
+:mod:`._toolset`): each run is offered the request's ``ChatTool`` values that have an executor,
+their calls run through the request's :class:`~agentskit_chat.runtime.ToolRunner` (argument
+schema, authorization in phase ``execute``, executor), and every execution of the agent's own
+tools is authorized in phase ``execute`` first. A chat tool that requires confirmation is
+deferred like any approval; on approval the controller runs it, and the next run hands its
+outcome to the agent as the deferred call's result.
+
 An agent that offers ``answer_commit`` (an analyst built by
 :func:`~agentskit_chat.agents.create_agent`) has its final answer rendered by code, so its text
 is held until the run ends: a run that commits sends exactly the rendered answer, once, with
@@ -35,8 +43,10 @@ from agentskit_chat.runtime import AdapterCapabilities, AdapterRequest, StreamCh
 
 if TYPE_CHECKING:
     from pydantic_ai.agent import AbstractAgent, AgentRunEvents
+    from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.messages import ToolCallPart
     from pydantic_ai.settings import ModelSettings
+    from pydantic_ai.toolsets import AbstractToolset
     from pydantic_ai.usage import UsageLimits
 
     from agentskit_chat.answer_commit import CommittedAnswer
@@ -138,12 +148,36 @@ class PydanticAIChatAdapter:
         """Whether the agent offers ``answer_commit``; its text is then held until a run ends."""
         return self._answer_commit
 
+    def check_tools(self, tools: Sequence[object]) -> None:
+        """Refuse chat tools the agent cannot be offered: one named like one of its tools.
+
+        The chat controller calls this when it is built and when its config changes.
+
+        Raises:
+            ConfigurationError: when a chat tool has the name of one of the agent's tools
+                (its function tools, or ``answer_commit``).
+        """
+        from ._toolset import agent_tool_names, check_tool_names  # noqa: PLC0415
+
+        taken = agent_tool_names(self._agent, answer_commit=self._answer_commit)
+        check_tool_names(taken, tools)
+
     def create_source(self, request: AdapterRequest) -> PydanticAISource:
-        """A source that runs the agent once for ``request``."""
+        """A source that runs the agent once for ``request``.
+
+        Raises:
+            ConfigurationError: when a chat tool of the request is named like one of the
+                agent's tools.
+        """
+        self.check_tools(request.context.tools)
         return PydanticAISource(self, request)
 
     def _open(
-        self, request: AdapterRequest, plan: RunInput
+        self,
+        request: AdapterRequest,
+        plan: RunInput,
+        toolsets: Sequence[AbstractToolset[Any]] | None,
+        capabilities: Sequence[AbstractCapability[Any]] | None,
     ) -> AbstractAsyncContextManager[AgentRunEvents[Any]]:
         return self._agent.run_stream_events(
             plan.prompt,
@@ -154,6 +188,8 @@ class PydanticAIChatAdapter:
             deps=self._deps,
             model_settings=self._model_settings,
             usage_limits=self._usage_limits,
+            toolsets=toolsets,
+            capabilities=capabilities,
         )
 
 
@@ -193,16 +229,28 @@ class PydanticAISource:
 
         from ._pydantic_ai_events import EventMapper  # noqa: PLC0415
         from ._pydantic_ai_history import build_run_input  # noqa: PLC0415
+        from ._toolset import ToolGate, chat_tools, chat_toolset  # noqa: PLC0415
 
         if self._aborted or self._started:
             return
         self._started = True
-        plan = build_run_input(self._request.messages)
+        context = self._request.context
+        tools = chat_tools(context)
+        # Confirmation-gated chat tools are run by the controller when approved.
+        settled = frozenset(tool.name for tool in tools if tool.requires_confirmation)
+        plan = build_run_input(self._request.messages, settled_by_chat=settled)
         if plan.mode == "idle":
             yield StreamChunk("done")
             return
         mapper = EventMapper(plan.known_calls, hold_text=self._adapter.answer_commit)
-        run = self._adapter._open(self._request, plan)
+        runner = context.tool_runner
+        toolsets = None
+        capabilities = None
+        if runner is not None:
+            # Without the controller's runner nothing could check a chat tool: none is offered.
+            toolsets = [chat_toolset(tools, runner)] if tools else None
+            capabilities = [ToolGate(runner, frozenset(tool.name for tool in tools))]
+        run = self._adapter._open(self._request, plan, toolsets, capabilities)
         events = await run.__aenter__()
         self._events = events
         failed = False
@@ -249,6 +297,11 @@ def from_pydantic_ai(
     the chat's system prompt the run's extra instructions. Text is streamed as it arrives; tool
     calls become tool-call records on the assistant message; usage is reported once per turn.
 
+    The chat's tools (``ChatConfig.tools`` with an executor) are offered to every run and run
+    through the controller's checks; the chat's authorizer also decides, in phase ``execute``,
+    before each of the agent's own tools runs. A chat tool must not be named like one of the
+    agent's tools.
+
     Tools that need approval work when the agent's output type lets a run end with
     ``DeferredToolRequests``: for an agent whose output type is ``str`` (the default) the adapter
     adds it at run time; any other agent must declare ``output_type=[..., DeferredToolRequests]``
@@ -278,7 +331,7 @@ def from_pydantic_ai(
     from pydantic_ai.agent import AbstractAgent  # noqa: PLC0415
 
     # Loaded now, while nothing is streaming: the first turn then imports nothing.
-    from . import _pydantic_ai_events, _pydantic_ai_history  # noqa: F401, PLC0415
+    from . import _pydantic_ai_events, _pydantic_ai_history, _toolset  # noqa: F401, PLC0415
 
     if not isinstance(agent, AbstractAgent):
         raise TypeError("expected a pydantic_ai agent")

@@ -18,8 +18,10 @@ Every call gets a return, because pydantic-ai refuses a new prompt after unanswe
 The run resumes a paused turn when the history ends (empty assistant messages, such as the
 turn's streaming placeholder, left aside) with an assistant message whose calls were decided:
 ``running`` without a result means approved, a ``Permission denied: `` error without a result
-means denied. While some call of that message still waits for a decision
-(``requires_confirmation`` or ``pending``), there is nothing to run yet.
+means denied. A call of a chat tool that requires confirmation was run by the chat controller
+when it was approved: its outcome (``complete``, or an ``error`` that is not a denial) is handed
+to the run as the deferred call's result. While some call of that message still waits for a
+decision (``requires_confirmation`` or ``pending``), there is nothing to run yet.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from pydantic_ai import DeferredToolResults, ToolApproved, ToolDenied
+from pydantic_ai import DeferredToolResults, ToolApproved, ToolDenied, ToolFailed
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -101,6 +103,13 @@ def _is_decided(call: ToolCall) -> bool:
     return call.result is None and (call.status == "running" or _is_denied(call))
 
 
+def _is_settled(call: ToolCall, settled_by_chat: frozenset[str]) -> bool:
+    """Run by the chat controller on approval (its outcome is recorded, not yet shown)."""
+    if call.name not in settled_by_chat:
+        return False
+    return call.status == "complete" or (call.status == "error" and not _is_denied(call))
+
+
 def _tool_return(call: ToolCall) -> ToolReturnPart:
     """The return the model is shown for a call of an earlier turn."""
     name, call_id = call.name, call.id
@@ -158,13 +167,17 @@ def _convert(messages: Sequence[ChatMessage]) -> list[ModelMessage]:
     return history
 
 
-def build_run_input(messages: Sequence[ChatMessage]) -> RunInput:
+def build_run_input(
+    messages: Sequence[ChatMessage], *, settled_by_chat: frozenset[str] = frozenset()
+) -> RunInput:
     """What one run of the agent should do for a request's ``messages``.
 
     Args:
         messages: The whole history, oldest first, possibly ending with the empty streaming
             assistant placeholder of the turn. Empty assistant messages carry nothing for the
             model and are skipped.
+        settled_by_chat: The chat tools the controller runs itself once a call is approved
+            (those that require confirmation).
 
     Returns:
         The run's mode, prompt, pydantic-ai history and deferred results.
@@ -182,20 +195,26 @@ def build_run_input(messages: Sequence[ChatMessage]) -> RunInput:
         )
     calls = last.tool_calls or ()
     decided = [call for call in calls if _is_decided(call)]
+    settled = [call for call in calls if _is_settled(call, settled_by_chat)]
     waiting = any(call.status in ("requires_confirmation", "pending") for call in calls)
-    if last.role != "assistant" or not decided or waiting:
+    if last.role != "assistant" or not (decided or settled) or waiting:
         return RunInput("idle", known_calls=known)
     approvals: dict[str, bool | ToolApproved | ToolDenied] = {
         call.id: ToolDenied(call.error or DENIED_PREFIX) if _is_denied(call) else ToolApproved()
         for call in decided
     }
+    outcomes: dict[str, object] = {
+        call.id: call.result or ""
+        if call.status == "complete"
+        else ToolFailed(call.error or _FAILED)
+        for call in settled
+    }
     history = _convert(messages[:-1])
-    history.extend(
-        _assistant(last, text_first=True, pending=frozenset(call.id for call in decided))
-    )
+    resumed = frozenset(call.id for call in (*decided, *settled))
+    history.extend(_assistant(last, text_first=True, pending=resumed))
     return RunInput(
         "resume",
         history=history,
-        deferred=DeferredToolResults(approvals=approvals),
+        deferred=DeferredToolResults(approvals=approvals, calls=outcomes),
         known_calls=known,
     )

@@ -28,6 +28,7 @@ from ._tools import (
     ToolAuthorizationContext,
     ToolAuthorizer,
     ToolExecutor,
+    ToolRunner,
 )
 
 __all__ = [
@@ -56,5 +57,6 @@ __all__ = [
     "ToolAuthorizationContext",
     "ToolAuthorizer",
     "ToolExecutor",
+    "ToolRunner",
     "create_scoped_source",
 ]

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import KW_ONLY, dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from agentskit_chat.protocol import TokenUsage, ToolCall
 
 from ._messages import ChatMessage
+
+if TYPE_CHECKING:
+    from ._tools import ToolRunner
 
 __all__ = ["CHUNK_TYPES", "AdapterContext", "AdapterRequest", "ChunkType", "StreamChunk"]
 
@@ -72,12 +75,16 @@ class AdapterContext:
         system_prompt: The system prompt, when the chat has one.
         tools: Tool definitions the chat offers to the model (their type belongs to the chat
             runtime; adapters pass them through).
+        tool_runner: The chat's tool checks for this request, when a chat controller sent it:
+            an adapter whose agent runs tools itself authorizes each execution with it, and runs
+            the chat's own tools through it (see :class:`~agentskit_chat.runtime.ToolRunner`).
         metadata: Free-form request metadata, held read-only. The deterministic answer adapter
             puts its escalation envelope at ``metadata["agentskit.chat.escalation"]``.
     """
 
     system_prompt: str | None = None
     tools: tuple[Any, ...] = ()
+    tool_runner: ToolRunner | None = None
     metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
 
     def __post_init__(self) -> None:

@@ -37,6 +37,7 @@ from ._controller_tools import (
     EXECUTION_CANCELLED,
     INVALID_ARGUMENTS,
     USER_DENIED_REASON,
+    RequestToolRunner,
     ToolRegistry,
     authorize,
     call_with,
@@ -53,6 +54,26 @@ SAVE_FAILED_MESSAGE: Final = "The conversation could not be saved."
 _UNSAFE_IDENTITY: Final = "Tool call id and name must be safe identifiers."
 
 
+def _registry(config: ChatConfig) -> ToolRegistry:
+    """The configuration's tools, checked, and checked again by an adapter that runs tools."""
+    registry = ToolRegistry(config.tools)
+    # An adapter that offers the chat's tools to an agent of its own can refuse a tool set it
+    # cannot hold (a name its agent already uses): better now than on the first turn.
+    check = getattr(config.adapter, "check_tools", None)
+    if callable(check):
+        check(config.tools)
+    return registry
+
+
+def _proposed(chunk: StreamChunk, messages: tuple[ChatMessage, ...]) -> ToolCall | None:
+    """The call a chunk newly puts up for confirmation, or ``None``."""
+    call = chunk.tool_call
+    if call is None or call.status != "requires_confirmation":
+        return None
+    known = find_call(messages, call.id)
+    return call if known is None or known.status != "requires_confirmation" else None
+
+
 class ChatController:
     """Runs a conversation: sends, streams, stops, retries, edits, regenerates and tool calls.
 
@@ -64,9 +85,17 @@ class ChatController:
     Args:
         config: The chat configuration.
 
+    Every tool call meets the same checks, whoever made it: calls the adapter reports as
+    awaiting confirmation are authorized in phase ``propose`` when they are recorded (a denial
+    ends the call in ``error`` and the model is told in one follow-up run), and each request
+    carries a :class:`~agentskit_chat.runtime.ToolRunner` through which an adapter that runs
+    tools itself authorizes every execution in phase ``execute`` and runs the chat's tools.
+
     Raises:
         ConfigurationError: when the tools are invalid (names not safe identifiers or not
-            unique, a ``parameters`` that is not a JSON Schema).
+            unique, a ``parameters`` that is not a JSON Schema), or the adapter refuses them
+            (an adapter with a ``check_tools(tools)`` method is asked; the pydantic-ai adapter
+            refuses a tool named like one of its agent's).
 
     Example:
         >>> controller = ChatController(ChatConfig(adapter=my_adapter))  # doctest: +SKIP
@@ -75,7 +104,7 @@ class ChatController:
     """
 
     def __init__(self, config: ChatConfig) -> None:
-        self._registry = ToolRegistry(config.tools)
+        self._registry = _registry(config)
         self._config = config
         self._state = ChatState(messages=tuple(config.initial_messages))
         self._listeners: list[Callable[[ChatState], None]] = []
@@ -102,7 +131,7 @@ class ChatController:
         Raises:
             ConfigurationError: when its tools are invalid; the current config is kept.
         """
-        registry = ToolRegistry(config.tools)
+        registry = _registry(config)
         self._registry = registry
         self._config = config
 
@@ -208,18 +237,38 @@ class ChatController:
             self.stop()
             await run.done.wait()
 
-    async def _turn(self, messages: tuple[ChatMessage, ...], **changes: Any) -> None:
+    async def _turn(
+        self, messages: tuple[ChatMessage, ...], *, follow_up: bool = False, **changes: Any
+    ) -> None:
         # Callers halt first and call this without awaiting in between: one run at a time.
         run = Run(messages[-1].id)
         self._run = run
         self._set(self._with(messages=messages, status="streaming", error=None, **changes))
         config = self._config
+        runner = RequestToolRunner(
+            self._registry,
+            config.authorize_tool_call,
+            validate_args=config.validate_args,
+            messages=lambda: self._state.messages,
+        )
         request = AdapterRequest(
             messages=messages,
-            context=AdapterContext(system_prompt=config.system_prompt, tools=config.tools),
+            context=AdapterContext(
+                system_prompt=config.system_prompt, tools=config.tools, tool_runner=runner
+            ),
         )
+        refused = False
 
-        def apply(chunk: StreamChunk) -> bool:
+        async def apply(chunk: StreamChunk) -> bool:
+            nonlocal refused
+            proposed = _proposed(chunk, self._state.messages)
+            if proposed is not None:
+                checked = await runner.check_proposal(proposed)
+                if run.stopped:
+                    return True
+                if checked is not proposed:
+                    refused = True
+                    chunk = replace(chunk, tool_call=checked)
             state, ended = fold_chunk(self._state, run.placeholder_id, chunk)
             self._set(state)
             return ended
@@ -235,6 +284,25 @@ class ChatController:
             if self._run is run:
                 self._run = None
         await self._persist()
+        if refused and not follow_up and not run.stopped:
+            await self._follow_up(run.placeholder_id)
+
+    async def _follow_up(self, message_id: str) -> None:
+        """Run once more after refused proposals, so the model hears of them and answers.
+
+        Only when the refused turn is still the last message, ended well and waits for no
+        decision. Once: a model that proposes a refused call again ends its turn with it.
+        """
+        messages = self._state.messages
+        if self._run is not None or self._state.status != "idle" or not messages:
+            return
+        last = messages[-1]
+        calls = last.tool_calls or ()
+        if last.id != message_id or any(
+            call.status in ("requires_confirmation", "pending") for call in calls
+        ):
+            return
+        await self._turn((*messages, self._placeholder()), follow_up=True)
 
     async def send(self, text: str) -> None:
         """Send a user message and stream the assistant's answer.

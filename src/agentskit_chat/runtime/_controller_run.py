@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Final
 
@@ -89,7 +89,7 @@ class Run:
         adapter: ChatAdapter,
         request: AdapterRequest,
         *,
-        apply: Callable[[StreamChunk], bool],
+        apply: Callable[[StreamChunk], Awaitable[bool]],
         finish: Callable[[bool], None],
         interrupted: Callable[[], None],
     ) -> None:
@@ -98,7 +98,8 @@ class Run:
         Args:
             adapter: Opens the source.
             request: The adapter request.
-            apply: Applies one chunk; returns whether it ended the turn.
+            apply: Applies one chunk (it may first check the chunk's tool call); returns whether
+                it ended the turn.
             finish: Called with ``False`` when the stream ended without ending the turn, and
                 ``True`` when the adapter raised (never after :meth:`stop`).
             interrupted: Called when the consumer is cancelled from outside (not through
@@ -116,7 +117,7 @@ class Run:
                     self.source = adapter.create_source(request)
                     iterator = self.source.stream()
                     async for chunk in iterator:
-                        if self.stopped or apply(chunk):
+                        if self.stopped or await apply(chunk):
                             break
                     else:
                         if not self.stopped:

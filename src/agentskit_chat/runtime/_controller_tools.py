@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from jsonschema import Draft202012Validator
 
@@ -14,7 +14,16 @@ from agentskit_chat.protocol._bounded import is_bounded_json
 from agentskit_chat.protocol._json import js_stringify
 from agentskit_chat.protocol._types import is_safe_id, thaw
 
-from ._tools import ChatTool, ToolAuthorization, ToolAuthorizationContext, ToolAuthorizer
+from ._tools import (
+    AuthorizationPhase,
+    ChatTool,
+    ToolAuthorization,
+    ToolAuthorizationContext,
+    ToolAuthorizer,
+)
+
+if TYPE_CHECKING:
+    from ._messages import ChatMessage
 
 __all__ = [
     "AUTHORIZATION_FAILED_REASON",
@@ -23,7 +32,9 @@ __all__ = [
     "EXECUTION_FAILED",
     "INVALID_ARGUMENTS",
     "NOT_AUTHORIZED_REASON",
+    "NOT_RUNNABLE",
     "USER_DENIED_REASON",
+    "RequestToolRunner",
     "ToolRegistry",
     "authorize",
     "call_with",
@@ -45,6 +56,8 @@ INVALID_ARGUMENTS: Final = "Tool call arguments do not match the tool's schema."
 EXECUTION_FAILED: Final = "Tool execution failed."
 #: ``error`` of a call whose approval was cancelled while the executor ran.
 EXECUTION_CANCELLED: Final = "Tool execution was cancelled."
+#: ``error`` of a call an adapter asked to run for a tool the chat has no executor for.
+NOT_RUNNABLE: Final = "Tool is not registered with an executor."
 _NOT_JSON_RESULT: Final = "Tool result is not JSON."
 _UNBOUNDED_ARGUMENTS: Final = "Tool call arguments must be a bounded JSON object."
 
@@ -176,3 +189,67 @@ async def execute(tool: ChatTool, call: ToolCall) -> ToolCall:
     except Exception:
         return call_with(call, "error", error=_NOT_JSON_RESULT)
     return call_with(call, "complete", result=text)
+
+
+class RequestToolRunner:
+    """The controller's tool checks for one request (a :class:`~._tools.ToolRunner`).
+
+    Args:
+        registry: The tools of the configuration the turn started with.
+        authorizer: The chat's authorizer, or ``None`` (everything allowed).
+        validate_args: Whether arguments are checked against each tool's schema.
+        messages: The conversation as it is now (read at each decision).
+    """
+
+    __slots__ = ("_authorizer", "_messages", "_registry", "_validate")
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        authorizer: ToolAuthorizer | None,
+        *,
+        validate_args: bool,
+        messages: Callable[[], tuple[ChatMessage, ...]],
+    ) -> None:
+        self._registry = registry
+        self._authorizer = authorizer
+        self._validate = validate_args
+        self._messages = messages
+
+    async def _ask(self, call: ToolCall, phase: AuthorizationPhase) -> ToolAuthorization:
+        context = ToolAuthorizationContext(
+            phase=phase, messages=self._messages(), tool=self._registry.get(call.name)
+        )
+        return await authorize(self._authorizer, call, context)
+
+    async def authorize(self, call: ToolCall) -> ToolAuthorization:
+        """The authorizer's verdict on ``call`` in phase ``execute``."""
+        return await self._ask(call, "execute")
+
+    async def execute(self, call: ToolCall) -> ToolCall:
+        """Validate, authorize (phase ``execute``) and run the chat's tool; the outcome."""
+        tool = self._registry.get(call.name)
+        if tool is None or tool.execute is None:
+            return call_with(call, "error", error=NOT_RUNNABLE)
+        if self._validate and not self._registry.arguments_valid(tool, call.args):
+            return call_with(call, "error", error=INVALID_ARGUMENTS)
+        verdict = await self._ask(call, "execute")
+        if not verdict.allowed:
+            return call_with(call, "error", error=f"{DENIED_PREFIX}{verdict.reason}")
+        return await execute(tool, call)
+
+    async def check_proposal(self, call: ToolCall) -> ToolCall:
+        """``call`` (awaiting confirmation, proposed by the adapter) once it is checked.
+
+        The arguments of a registered tool are checked against its schema, then the call is
+        authorized in phase ``propose``. Returns ``call`` itself when both pass, else the call
+        ended in ``error`` (``Permission denied: <reason>`` on a denial).
+        """
+        tool = self._registry.get(call.name)
+        checked = tool if self._validate else None
+        if checked is not None and not self._registry.arguments_valid(checked, call.args):
+            return call_with(call, "error", error=INVALID_ARGUMENTS)
+        verdict = await self._ask(call, "propose")
+        if not verdict.allowed:
+            return call_with(call, "error", error=f"{DENIED_PREFIX}{verdict.reason}")
+        return call

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, runtime_checkable
 
 from agentskit_chat.protocol import ToolCall
 
@@ -19,6 +19,7 @@ __all__ = [
     "ToolAuthorizationContext",
     "ToolAuthorizer",
     "ToolExecutor",
+    "ToolRunner",
 ]
 
 #: When an authorizer is asked: when a call is proposed, and again just before it executes.
@@ -82,3 +83,34 @@ ToolAuthorizer = Callable[
     [ToolCall, ToolAuthorizationContext],
     ToolAuthorization | Awaitable[ToolAuthorization],
 ]
+
+
+@runtime_checkable
+class ToolRunner(Protocol):
+    """The chat's tool checks, for the calls an adapter runs inside its own agent loop.
+
+    The chat controller puts one in the context of every request it sends
+    (:attr:`AdapterContext.tool_runner`), bound to that turn: its authorizer, its tools and
+    their argument schemas, and the conversation as it is when a call runs. An adapter whose
+    agent runs tools itself asks it before each execution, so a capability policy holds for
+    every call, whoever made it.
+    """
+
+    async def authorize(self, call: ToolCall) -> ToolAuthorization:
+        """Whether ``call`` may run now: the chat's authorizer, asked in phase ``execute``.
+
+        Never raises: an authorizer that fails counts as a denial, and a denial always has a
+        reason.
+        """
+        ...
+
+    async def execute(self, call: ToolCall) -> ToolCall:
+        """Run the chat's tool for ``call`` exactly as the controller runs an approved call.
+
+        The arguments are checked against the tool's schema (when the chat validates them),
+        the call is authorized in phase ``execute``, and then the executor runs. Returns the
+        call's outcome: ``complete`` with its result, or ``error`` (``Permission denied:
+        <reason>`` when the authorizer said no; the executor then never ran). Only
+        cancellation propagates.
+        """
+        ...
