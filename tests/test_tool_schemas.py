@@ -15,9 +15,17 @@ we target:
 7. the schema is plain JSON (it survives a ``json`` round trip unchanged);
 8. the tool's name matches ``^[a-zA-Z0-9_-]{1,64}$``.
 
-The schemas checked: ``answer_commit``'s own, every tool definition pydantic-ai sends for agents
-built by ``create_agent`` (function and output tools, analyst or not, text or structured),
-and every ``ChatTool`` a public package exports.
+The schemas checked, each kind found at least once (so the test cannot pass on nothing):
+
+- every standard component's props schema (``STANDARD_COMPONENT_CATALOG``): a model that
+  emits a component fills these props, so they are tool input schemas too;
+- the exported tools: every ``ChatTool`` a public package exports (none today), and the tool
+  definitions the ``agents`` package builds, which are what it exports to a provider:
+  ``answer_commit``'s own schema and every definition pydantic-ai sends for agents built by
+  ``create_agent`` (function and output tools, analyst or not, text or structured);
+- every definition pydantic-ai sends for the chat toolset the adapter builds from a chat's
+  ``ChatTool`` values (one per standard component's props, one without a schema, one that
+  needs confirmation), which must carry each chat tool's schema unchanged.
 """
 
 from __future__ import annotations
@@ -29,16 +37,19 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import anyio
 import pytest
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel
+from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import agentskit_chat
-from agentskit_chat.agents._answer_commit import create_agent
+from agentskit_chat.agents import create_agent, from_pydantic_ai
 from agentskit_chat.answer_commit import ANSWER_COMMIT_TOOL_NAME, answer_commit_json_schema
-from agentskit_chat.runtime import ChatTool
+from agentskit_chat.components import STANDARD_COMPONENT_CATALOG
+from agentskit_chat.runtime import ChatConfig, ChatController, ChatTool
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _ROOT_FORBIDDEN = ("$schema", "$id", "oneOf", "anyOf", "allOf", "not", "enum", "const", "if")
@@ -160,7 +171,63 @@ def _agent_tools() -> Iterator[tuple[str, str, Mapping[str, Any]]]:
         agent.run_sync("q")
         info = seen[0]
         for tool in [*info.function_tools, *info.output_tools]:
-            yield f"{label}:{tool.name}", tool.name, tool.parameters_json_schema
+            yield f"agents:{label}:{tool.name}", tool.name, tool.parameters_json_schema
+
+
+def _component_schemas() -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    for definition in STANDARD_COMPONENT_CATALOG:
+        schema = definition.props_schema.model_json_schema()
+        yield f"component:{definition.key}", definition.key, schema
+
+
+async def _done(args: Mapping[str, Any]) -> str:
+    return "done"
+
+
+def _chat_tools() -> list[ChatTool]:
+    shown = [
+        ChatTool(
+            name=f"show_{key.replace('-', '_')}",
+            description=f"Show a {key} component.",
+            parameters=schema,
+            execute=_done,
+        )
+        for _, key, schema in _component_schemas()
+    ]
+    gated = ChatTool(
+        name="send_note",
+        description="Send a note to the team.",
+        parameters={"type": "object", "properties": {"text": {"type": "string"}}},
+        execute=_done,
+        requires_confirmation=True,
+    )
+    return [*shown, ChatTool(name="ping", description="Check the service.", execute=_done), gated]
+
+
+def _chat_toolset_definitions() -> list[Any]:
+    """The definitions pydantic-ai sends for the chat toolset, through a chat controller."""
+    seen: list[AgentInfo] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(info)
+        return ModelResponse(parts=[TextPart("ok")])
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> Any:
+        seen.append(info)
+        yield "ok"
+
+    agent: Agent[None, str] = Agent(FunctionModel(model, stream_function=stream))
+    tools = _chat_tools()
+    controller = ChatController(ChatConfig(adapter=from_pydantic_ai(agent), tools=tuple(tools)))
+    anyio.run(controller.send, "hi")
+    assert controller.state.status == "idle"
+    names = {tool.name for tool in tools}
+    return [tool for tool in seen[0].function_tools if tool.name in names]
+
+
+def _chat_toolset_tools() -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+    for tool in _chat_toolset_definitions():
+        yield f"chat-toolset:{tool.name}", tool.name, tool.parameters_json_schema
 
 
 def _exported_chat_tools() -> Iterator[tuple[str, str, Mapping[str, Any]]]:
@@ -172,15 +239,44 @@ def _exported_chat_tools() -> Iterator[tuple[str, str, Mapping[str, Any]]]:
             value = getattr(module, export)
             for tool in value if isinstance(value, list | tuple) else (value,):
                 if isinstance(tool, ChatTool) and tool.parameters is not None:
-                    yield f"{module_info.name}.{export}", tool.name, tool.parameters
+                    yield f"exported:{module_info.name}.{export}", tool.name, tool.parameters
 
 
 def registered_schemas() -> list[Any]:
     return [
-        pytest.param(ANSWER_COMMIT_TOOL_NAME, answer_commit_json_schema(), id="answer_commit"),
+        pytest.param(
+            ANSWER_COMMIT_TOOL_NAME, answer_commit_json_schema(), id="agents:answer_commit"
+        ),
         *(pytest.param(name, schema, id=i) for i, name, schema in _agent_tools()),
         *(pytest.param(name, schema, id=i) for i, name, schema in _exported_chat_tools()),
+        *(pytest.param(name, schema, id=i) for i, name, schema in _component_schemas()),
+        *(pytest.param(name, schema, id=i) for i, name, schema in _chat_toolset_tools()),
     ]
+
+
+def test_every_kind_of_schema_is_found() -> None:
+    ids = [param.id for param in registered_schemas()]
+    assert len(ids) == len(set(ids))
+    components = [i for i in ids if i.startswith("component:")]
+    assert len(components) >= 12
+    # Exported tools: ChatTools a public package exports, and what the agents package builds.
+    exported = [i for i in ids if i.startswith(("exported:", "agents:"))]
+    assert any(i.endswith("answer_commit") for i in exported)
+    toolset = [i for i in ids if i.startswith("chat-toolset:")]
+    assert len(toolset) >= len(components) + 2
+
+
+def test_the_chat_toolset_sends_each_chat_tools_schema_unchanged() -> None:
+    sent = {tool.name: tool for tool in _chat_toolset_definitions()}
+    tools = _chat_tools()
+    assert tools
+    assert sorted(sent) == sorted(tool.name for tool in tools)
+    for tool in tools:
+        definition = sent[tool.name]
+        expected = tool.parameters or {"type": "object", "properties": {}}
+        assert definition.parameters_json_schema == expected
+        assert definition.description == tool.description
+        assert definition.kind == ("unapproved" if tool.requires_confirmation else "function")
 
 
 @pytest.mark.parametrize(("name", "schema"), registered_schemas())
@@ -192,9 +288,11 @@ def test_every_registered_tool_schema_is_valid_for_anthropic(
 
 def test_the_agent_schemas_include_answer_commit_for_analysts_only() -> None:
     ids = [tool_id for tool_id, _, _ in _agent_tools()]
-    assert "analyst:answer_commit" in ids
-    assert "analyst:lookup" in ids
-    assert not any(i.endswith(":answer_commit") for i in ids if not i.startswith("analyst:"))
+    assert "agents:analyst:answer_commit" in ids
+    assert "agents:analyst:lookup" in ids
+    others = [i for i in ids if not i.startswith("agents:analyst:")]
+    assert others
+    assert not any(i.endswith(":answer_commit") for i in others)
 
 
 BAD = [
