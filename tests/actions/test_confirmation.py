@@ -445,7 +445,7 @@ async def test_initial_records_with_duplicates_are_invalid(duplicate: str) -> No
         expires_at=10,
         status="pending",
     )
-    other = {"token": "confirm-2", "tool_call_id": "app-2"}
+    other: dict[str, Any] = {"token": "confirm-2", "tool_call_id": "app-2"}
     del other[duplicate]
     twin = dataclasses.replace(base, **other)
     with pytest.raises(ConfigurationError) as error:
