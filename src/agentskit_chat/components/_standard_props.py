@@ -18,13 +18,14 @@ from pydantic import (
     AfterValidator,
     BeforeValidator,
     Field,
+    PlainSerializer,
     PlainValidator,
     WithJsonSchema,
     model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from agentskit_chat.protocol._types import array, not_null, one_of, text
+from agentskit_chat.protocol._types import array, not_null, one_of, text, thaw
 
 from ._fields import (
     AnyJson,
@@ -298,6 +299,7 @@ class TableColumn(StandardProps):
 TableRow = Annotated[
     Mapping[str, Any],
     PlainValidator(table_row),
+    PlainSerializer(thaw),
     WithJsonSchema(
         {
             "type": "object",
