@@ -54,11 +54,12 @@ from agentskit_chat.protocol import (
 )
 from agentskit_chat.protocol._decode import NOT_JSON, as_text, parse_candidate, validate_model
 from agentskit_chat.protocol._json import MAX_SAFE_INTEGER, js_stringify
+from agentskit_chat.protocol._types import is_safe_id
 from agentskit_chat.runtime import ChatController, ChatMemory, ChatMessage, ChatState
 from agentskit_chat.runtime._messages import format_message_timestamp
 from agentskit_chat.service import Authenticated, AuthResult, Refused
 
-from ._asgi import Receive, Scope, Send, handle_non_http, header, send_response
+from ._asgi import Receive, Scope, Send, handle_non_http, header, query_params, send_response
 from ._auth import request_class
 from ._body import BodyTimedOut, BodyTooLarge, ClientDisconnected, RequestBody
 from ._chat_actions import (
@@ -68,6 +69,7 @@ from ._chat_actions import (
     choice_action,
     confirmation_decision,
 )
+from ._chat_operations import OPERATION_UNAVAILABLE_MESSAGE, operation_target, turn_operation
 
 __all__ = [
     "ChatApp",
@@ -122,6 +124,9 @@ _TURN_FAILED: Final = {
 }
 _SUBMIT_LINEAGE: Final = {"operation": "submit"}
 _INVALID_EVENT: Final = "Request body must be a valid turn submission."
+_INVALID_QUERY: Final = "The query must name one valid sessionId."
+#: The turn id of a resumed snapshot of a session that has not finished a turn yet.
+_RESUME_TURN_ID: Final = "resume"
 _ACTION_FORBIDDEN: Final = "This action is not allowed."
 _ACTION_INVALID: Final = "This action cannot be proposed."
 # The confirmation coordinator's refusal when another client claimed the record first.
@@ -223,6 +228,25 @@ def _selection(candidate: object) -> ComponentSelectEvent | Literal[False] | Non
         return None
     event = validate_model(ComponentSelectEvent, payload["selection"])
     return False if event is None else event
+
+
+def _has_selection(candidate: object) -> bool:
+    payload = candidate.get("payload") if isinstance(candidate, Mapping) else None
+    return isinstance(payload, Mapping) and "selection" in payload
+
+
+def _lineage(session: ChatSession, kind: str, source_message_id: str) -> Mapping[str, str]:
+    """``{operation, parentTurnId, sourceMessageId}``: the parent is the session's last
+    finished turn. Without one (or with a message id that is not a safe id) no lineage can be
+    told, and the snapshot carries none."""
+    finished = session.terminal_turns
+    if not finished or not is_safe_id(source_message_id):
+        return {}
+    return {
+        "operation": kind,
+        "parentTurnId": finished[-1].turn_id,
+        "sourceMessageId": source_message_id,
+    }
 
 
 #: Metadata a choice turn's user message carries: the instance id of the choice list it used.
@@ -328,11 +352,14 @@ class _Turn:
         memory: ChatMemory | None,
         reservation: _Choice | None,
         operation: Callable[[], Awaitable[object]] | None = None,
+        lineage: Mapping[str, str] = _SUBMIT_LINEAGE,
         abort: _Abort,
         group: anyio.abc.TaskGroup,
     ) -> None:
         self._app = app
         self._operation = operation
+        #: The snapshot's lineage: how this turn's answer came about.
+        self.lineage = lineage
         #: A refusal of the turn's action, told to the client in the stream.
         self.failure: _Failure | None = None
         self.submission = submission
@@ -552,9 +579,14 @@ class ChatApp:
         if await handle_non_http(scope, receive, send):
             return
         deadline = anyio.current_time() + self.timeout
+        if scope.get("method") == "GET":
+            await self._serve_read(scope, send)
+            return
         if scope.get("method") != "POST":
             await self._send_error(
-                scope, send, _refusal(405, "REQUEST_METHOD_NOT_ALLOWED", "Only POST is supported.")
+                scope,
+                send,
+                _refusal(405, "REQUEST_METHOD_NOT_ALLOWED", "Only GET and POST are supported."),
             )
             return
         content_type = (header(scope, b"content-type") or "").lower()
@@ -580,6 +612,67 @@ class ChatApp:
                 await self._serve(scope, send, body, abort, group)
             finally:
                 group.cancel_scope.cancel()
+
+    async def _serve_read(self, scope: Scope, send: Send) -> None:
+        """``GET ?sessionId=``: the stored conversation as one snapshot (JSON), for a client
+        that resumes a session (a reload, another device). Nothing is claimed or saved."""
+        try:
+            with anyio.fail_after(self.timeout):
+                line = await self._read_snapshot(scope)
+        except _Refused as refused:
+            await refused.response(scope, _no_body, send)
+            return
+        except TimeoutError:
+            await self._send_error(scope, send, _aborted("timeout"))
+            return
+        except Exception as error:
+            await self._send_error(scope, send, _classify(error))
+            return
+        try:
+            await send_response(scope, send, 200, list(_JSON_HEADERS), line.encode())
+        except OSError:
+            return
+
+    async def _read_snapshot(self, scope: Scope) -> str:
+        context = await self._admit(scope)
+        session_id = query_params(scope).get("sessionId")
+        if session_id is None or not is_safe_id(session_id):
+            raise _refusal(400, "REQUEST_INVALID_QUERY", _INVALID_QUERY)
+        definition = await _resolve(self._resolve_definition(context, session_id))
+        storage = await _resolve(self._session_storage(context))
+        session = await _resume(definition, session_id=session_id, storage=storage, now=self._now)
+        memory = await self._memory_for(context, session_id, definition)
+        try:
+            loaded = tuple(await memory.load()) if memory is not None else ()
+        finally:
+            await self.close_memory(memory)
+        messages = loaded or tuple(definition.chat.initial_messages)
+        finished = session.terminal_turns
+        status: Literal["idle", "complete", "error"] = "idle"
+        if messages:
+            status = "error" if messages[-1].status == "error" else "complete"
+        event = create_snapshot_event(
+            event_id=self._create_id(),
+            session_id=session_id,
+            turn_id=finished[-1].turn_id if finished else _RESUME_TURN_ID,
+            sequence=session.get_cursor(),
+            emitted_at=self._now(),
+            messages=[message.to_record() for message in messages],
+            status=status,
+            usage={"promptTokens": 0, "completionTokens": 0, "totalTokens": 0},
+        )
+        return event.to_json()
+
+    async def _admit(self, scope: Scope) -> Any:
+        """The trusted context ``authenticate`` gives this request (``None`` without one)."""
+        if self._authenticate is None:
+            return None
+        verdict = await _resolve(self._authenticate(self._request_class(scope)))
+        if isinstance(verdict, Refused):
+            raise _Refused(verdict.response)
+        if not isinstance(verdict, Authenticated):
+            raise TypeError("authenticate must return Authenticated or Refused")
+        return verdict.context
 
     async def _watch(self, body: RequestBody, abort: _Abort, deadline: float) -> None:
         with anyio.move_on_after(max(0.0, deadline - anyio.current_time())):
@@ -626,14 +719,7 @@ class ChatApp:
     async def _prepare(
         self, scope: Scope, body: RequestBody, abort: _Abort, group: anyio.abc.TaskGroup
     ) -> _Turn:
-        context: Any = None
-        if self._authenticate is not None:
-            verdict = await _resolve(self._authenticate(self._request_class(scope)))
-            if isinstance(verdict, Refused):
-                raise _Refused(verdict.response)
-            if not isinstance(verdict, Authenticated):
-                raise TypeError("authenticate must return Authenticated or Refused")
-            context = verdict.context
+        context = await self._admit(scope)
         submission, candidate = await self._read_submission(body)
         session_id = submission.session_id
         definition = await _resolve(self._resolve_definition(context, session_id))
@@ -656,11 +742,21 @@ class ChatApp:
             loaded = tuple(await memory.load()) if memory is not None else ()
             messages = loaded or tuple(definition.chat.initial_messages)
             decision = confirmation_decision(candidate)
-            if decision is False:
+            requested = turn_operation(candidate)
+            if (
+                decision is False
+                or requested is False
+                or (requested is not None and (decision is not None or _has_selection(candidate)))
+            ):
                 raise _refusal(400, "REQUEST_INVALID_EVENT", _INVALID_EVENT)
             action: tuple[str, ChoiceAction] | None = None
             reservation: _Choice | None = None
-            if decision is None:
+            target = None
+            if requested is not None:
+                target = operation_target(requested, messages)
+                if target is None:
+                    raise _refusal(409, "OPERATION_UNAVAILABLE", OPERATION_UNAVAILABLE_MESSAGE)
+            elif decision is None:
                 submission, reservation, action = self._choose(
                     definition, session_id, submission, candidate, messages
                 )
@@ -669,7 +765,19 @@ class ChatApp:
             )
             controller = ChatController(config)
             operation: Callable[[], Awaitable[object]] | None = None
-            if decision is not None:
+            lineage: Mapping[str, str] = _SUBMIT_LINEAGE
+            if target is not None:
+                if target.kind == "retry":
+                    operation = controller.retry
+                elif target.kind == "regenerate":
+                    operation = partial(controller.regenerate, target.message_id)
+                else:
+                    assert target.message_id is not None
+                    operation = partial(
+                        controller.edit, target.message_id, submission.payload.input
+                    )
+                lineage = _lineage(session, target.kind, target.source_message_id)
+            elif decision is not None:
                 confirmation = session.create_confirmation(chat=controller)
                 record = confirmation.get_by_tool_call(decision.tool_call_id)
                 if record is None or record.status != "pending":
@@ -695,6 +803,7 @@ class ChatApp:
                 memory=memory,
                 reservation=reservation,
                 operation=operation,
+                lineage=lineage,
                 abort=abort,
                 group=group,
             )
@@ -870,7 +979,7 @@ class ChatApp:
             messages=[message.to_record() for message in state.messages],
             status=_status(state),
             usage=state.usage,
-            lineage=_SUBMIT_LINEAGE,
+            lineage=turn.lineage or None,
             error=_TURN_FAILED if state.error is not None else None,
         )
         return event.to_json()
@@ -894,7 +1003,7 @@ class ChatApp:
         body = js_stringify({"error": _diagnostic(failure)}).encode()
         headers = list(_JSON_HEADERS)
         if failure.status == 405:
-            headers.append((b"allow", b"POST"))
+            headers.append((b"allow", b"GET, POST"))
         try:
             await send_response(scope, send, failure.status, headers, body)
         except OSError:
