@@ -11,8 +11,10 @@ from typing import Any
 
 import httpx
 import pytest
+from starlette.responses import JSONResponse
 
 from agentskit_chat.protocol import Decoded, SnapshotEvent, decode_turn_event
+from agentskit_chat.service import Refused
 from tests.server._chat_support import JSON, Harness, lines, submit
 from tests.service._support import serve
 
@@ -186,10 +188,6 @@ async def test_get_without_a_valid_session_id_is_refused(query: str) -> None:
 
 
 async def test_get_runs_the_same_authentication_as_a_turn() -> None:
-    from starlette.responses import JSONResponse
-
-    from agentskit_chat.service import Refused
-
     harness = Harness()
     app = harness.app(authenticate=lambda request: Refused(JSONResponse({"no": 1}, 401)))
     async with serve(app) as url, httpx.AsyncClient(timeout=20) as client:
