@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install (Debian packages) and start the real services the test suite uses, on loopback only,
+# Install (Debian packages) and start the real services the test suite uses (and Chromium), on loopback only,
 # then print the environment that points the tests at them. Used by .ci/run; run it by hand
 # (as root) to exercise the PostgreSQL and Redis backends locally:
 #   eval "$(sudo scripts/test-services.sh)"
@@ -8,6 +8,8 @@ set -euo pipefail
 need=()
 command -v pg_ctlcluster >/dev/null 2>&1 || need+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+# Debian's Chromium for the web page tests (Playwright drives it; it never downloads a browser).
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >&2

@@ -166,7 +166,8 @@ async def test_healthz_metrics_and_index(assistant: DocsAssistant) -> None:
     assert 'site_id="docs"' in text
     assert 'corpus_id="docs"' in text
     assert "license" not in text.lower()  # no question, answer or excerpt in metrics
-    assert "POST /api/answer" in index.text
+    assert index.headers["content-type"].startswith("text/html")
+    assert "<title>Docs assistant</title>" in index.text
     assert wrong_method.status_code == 405
     assert wrong_method.headers["allow"] == "POST"
     assert wrong_method.json()["error"]["message"] == "Only POST is supported."

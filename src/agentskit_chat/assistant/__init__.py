@@ -15,6 +15,7 @@ from ._assistant import (
     AnswerOutcome,
     DocsAgent,
     DocsAssistant,
+    DocsPage,
     ask_docs,
     create_docs_assistant,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "Caller",
     "DocsAgent",
     "DocsAssistant",
+    "DocsPage",
     "ask_docs",
     "create_docs_assistant",
 ]

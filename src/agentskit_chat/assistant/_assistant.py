@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 import anyio
 import anyio.to_thread
 
+from agentskit_chat._doclinks import page_href
 from agentskit_chat._observers import notify
 from agentskit_chat.agents import AnalystGenerator, PydanticAIGenerator
 from agentskit_chat.answers import (
     ArtifactBuild,
     DeterministicAnswerResolver,
     DocsFolder,
+    SourceDocument,
     build_local_knowledge_artifact,
     create_deterministic_answer_resolver,
 )
@@ -116,6 +118,20 @@ class _State:
     site: BackendSiteConfig
     service: AskService
     generator: Generator
+    pages: dict[str, DocsPage]
+
+
+@dataclass(frozen=True, slots=True)
+class DocsPage:
+    """One page of the assistant's docs folder, as its citations link to it.
+
+    Attributes:
+        document: The page as read (path, text, front matter).
+        title: Its title, as citations name it.
+    """
+
+    document: SourceDocument
+    title: str
 
 
 class DocsAssistant:
@@ -234,7 +250,14 @@ class DocsAssistant:
         except BaseException:
             await index.aclose()
             raise
-        return _State(build, resolver, index, retriever, site, service, generator)
+        titles = {document.path: document.title for document in corpus.documents}
+        pages = {
+            page_href(self._href_prefix.rstrip("/"), document.path): DocsPage(
+                document, titles.get(document.path, document.path)
+            )
+            for document in folder.documents
+        }
+        return _State(build, resolver, index, retriever, site, service, generator, pages)
 
     def _resolve_generator(self) -> Generator:
         if self._generator is not None:
@@ -324,6 +347,14 @@ class DocsAssistant:
     def relevance(self) -> RelevanceRule:
         """The relevance rule in force."""
         return self._relevance
+
+    def page(self, href: str) -> DocsPage | None:
+        """The page a citation link points at (its path: ``/docs/guide``), or ``None``.
+
+        Only pages of the folder read when the assistant opened are found: the path is looked
+        up, never joined to a file system path.
+        """
+        return self._require().pages.get(href)
 
     async def ready(self) -> bool:
         """Whether the assistant is open and its index answers (the ``/healthz`` check)."""

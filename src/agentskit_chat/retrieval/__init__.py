@@ -42,6 +42,7 @@ from ._federated import (
 )
 from ._langchain import LangChainRetriever
 from ._llamaindex import LlamaIndexRetriever
+from ._page_html import render_page_html
 from ._postgres_fts import DEFAULT_CHUNK_TABLE, PostgresFTSRetriever
 from ._query import query_phrases, query_terms
 from ._relevance import (
@@ -91,5 +92,6 @@ __all__ = [
     "query_terms",
     "read_docs_folder",
     "reciprocal_rank_fusion",
+    "render_page_html",
     "write_artifact_build",
 ]

@@ -1,8 +1,9 @@
 """The docs assistant on the web: the Ask API, exact-first answers, health and metrics.
 
-One Starlette app, six routes:
+One Starlette app:
 
-- ``GET /``: a plain-text list of the routes;
+- ``GET /``: the chat page (and ``GET /static/...``, its files; both open to every client, as
+  they hold no data), and ``GET /docs/<page>``: the pages its citations link to;
 - ``POST /api/answer``: ``{"question": "...", "sessionId"?: "..."}`` in, one
   ``agentskit.chat.answer`` v1 envelope out: the same path as
   :meth:`~agentskit_chat.assistant.DocsAssistant.ask`, exact answers first;
@@ -53,7 +54,8 @@ from ._body import (
     check_body_timeout,
 )
 from ._docs_chat import DocsChatRoute
-from ._errors import method_allowed, send_case, send_service_error
+from ._errors import send_case, send_service_error
+from ._web_page import DocsPages, StaticAssets, WebPage, method_not_allowed, not_found
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -64,21 +66,15 @@ __all__ = ["MAX_ANSWER_BODY", "create_docs_assistant_app"]
 
 #: The largest ``/api/answer`` body read, in bytes (as the Ask service's default).
 MAX_ANSWER_BODY: Final = 65536
-#: The routes every client may call; every other route needs the caller admitted.
-_PUBLIC: Final = frozenset({"/healthz"})
+#: The routes every client may call; every other route needs the caller admitted. The page
+#: and its files hold no data (a browser cannot send a key to load them); what they show comes
+#: from the routes behind the key.
+_PUBLIC: Final = frozenset({"/", "/healthz"})
+_PUBLIC_PREFIXES: Final = ("/static/",)
 #: Routes that run the same gate themselves, after their protocol's method and media checks.
 _SELF_AUTHENTICATED: Final = frozenset({"/api/ask", "/api/chat"})
 _JSON: Final = (b"content-type", b"application/json; charset=utf-8")
-_TEXT: Final = (b"content-type", b"text/plain; charset=utf-8")
 _NOSNIFF: Final = (b"x-content-type-options", b"nosniff")
-_INDEX: Final = (
-    b"agentskit-chat docs assistant\n\n"
-    b'POST /api/answer  {"question": "..."} -> one agentskit.chat.answer envelope (JSON)\n'
-    b"POST /api/ask     agentskit.chat.ask request -> NDJSON events\n"
-    b"POST /api/chat    agentskit.chat.turn submission -> NDJSON snapshots\n"
-    b"GET  /healthz     readiness\n"
-    b"GET  /metrics     Prometheus metrics\n"
-)
 
 
 class _Guard:
@@ -98,6 +94,7 @@ class _Guard:
         if (
             scope.get("type") == "http"
             and path not in _PUBLIC
+            and not path.startswith(_PUBLIC_PREFIXES)
             and path not in _SELF_AUTHENTICATED
             and self._gate.admit(scope) is None
         ):
@@ -194,15 +191,6 @@ class _AnswerRoute:
         )
 
 
-class _Index:
-    """``/``: what the app serves, as plain text."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if await handle_non_http(scope, receive, send) or not await method_allowed(scope, send):
-            return
-        await send_response(scope, send, 200, [_TEXT, _NOSNIFF], _INDEX)
-
-
 def _metrics_app(assistant: DocsAssistant) -> PrometheusMetricsApp:
     """A Prometheus endpoint over a registry of this app's own, fed by the assistant."""
     from agentskit_chat.ops import OpenTelemetryMetricSink  # noqa: PLC0415
@@ -286,7 +274,10 @@ def create_docs_assistant_app(
 
     app = Starlette(
         routes=[
-            Route("/", _Index()),
+            Route("/", WebPage()),
+            Route("/static/{name:path}", StaticAssets()),
+            Route("/docs", DocsPages(assistant)),
+            Route("/docs/{page:path}", DocsPages(assistant)),
             Route("/api/ask", _AskRoute(assistant, gate, timeout)),
             Route("/api/answer", _AnswerRoute(assistant, gate, timeout)),
             Route("/api/chat", DocsChatRoute(assistant, gate, chat_stores, chat_timeout)),
@@ -294,6 +285,7 @@ def create_docs_assistant_app(
             Route("/metrics", _metrics_app(assistant)),
         ],
         lifespan=lifespan,
+        exception_handlers={404: not_found, 405: method_not_allowed},
     )
     app.add_middleware(_Guard, gate=gate)
     return app

@@ -1,0 +1,238 @@
+"""The chat web page and the docs pages its citations link to.
+
+- ``GET /``: the page (:mod:`agentskit_chat.web`);
+- ``GET /static/<file>``: its files, plus two made here: ``theme.css`` (the chat's semantic
+  theme as CSS variables, light and, when the system prefers it, dark) and
+  ``components.json`` (the props schema of every component the manifest registers, from the
+  same pydantic models the server validates with);
+- ``GET /docs/<page>``: a page of the docs folder rendered as HTML, with the anchors citations
+  point at.
+
+Every response carries a strict Content-Security-Policy: scripts, styles and requests only
+from this origin, no inline script or style, no frames, no plugins.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from agentskit_chat.assistant import DocsAssistant
+from agentskit_chat.components import STANDARD_COMPONENT_MANIFEST, ComponentManifest
+
+ChatTheme = dict
+DEFAULT_CHAT_THEME = {
+    "--ak-color-bg": "#ffffff",
+    "--ak-color-surface": "#f3f4f6",
+    "--ak-color-border": "#d1d5db",
+    "--ak-color-text": "#111827",
+    "--ak-color-text-muted": "#6b7280",
+    "--ak-color-bubble-user": "#2563eb",
+    "--ak-color-bubble-user-text": "#ffffff",
+    "--ak-color-bubble-assistant": "#f3f4f6",
+    "--ak-color-bubble-assistant-text": "#111827",
+    "--ak-color-input-bg": "#ffffff",
+    "--ak-color-input-border": "#d1d5db",
+    "--ak-color-input-focus": "#2563eb",
+    "--ak-color-button": "#2563eb",
+    "--ak-color-button-text": "#ffffff",
+    "--ak-color-tool-bg": "#f3f4f6",
+    "--ak-color-tool-border": "#d1d5db",
+    "--ak-app-color-danger": "#dc2626",
+    "--ak-font-family": "system-ui, sans-serif",
+    "--ak-radius": "8px",
+    "--ak-radius-lg": "12px",
+    "--ak-spacing-sm": "8px",
+    "--ak-spacing-md": "12px",
+    "--ak-spacing-lg": "16px",
+}
+DARK_CHAT_THEME = None
+
+
+def theme_css(t, sel):
+    return sel + " {\n" + "".join(f"  {k}: {v};\n" for k, v in t.items()) + "}\n"
+
+
+from agentskit_chat.protocol._json import js_stringify
+from agentskit_chat.retrieval import render_page_html
+from agentskit_chat.web import ASSET_NAMES, ASSET_TYPES, read_asset
+
+from ._asgi import Receive, Scope, Send, handle_non_http, send_response
+from ._errors import error_headers, method_allowed, send_case
+
+__all__ = [
+    "CONTENT_SECURITY_POLICY",
+    "DocsPages",
+    "StaticAssets",
+    "WebPage",
+    "method_not_allowed",
+    "not_found",
+]
+
+#: The page's Content-Security-Policy: nothing runs or loads that this origin did not serve.
+CONTENT_SECURITY_POLICY: Final = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
+_SECURITY: Final = (
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+)
+_METHOD: Final = js_stringify(
+    {
+        "error": {
+            "code": "REQUEST_METHOD_NOT_ALLOWED",
+            "message": "This method is not allowed here.",
+            "retryable": False,
+        }
+    }
+).encode()
+_ERROR_HEADERS: Final = {"x-content-type-options": "nosniff", "cache-control": "no-store"}
+#: The error body of a page or file that does not exist (the JSON error shape of every route).
+_NOT_FOUND: Final = js_stringify(
+    {"error": {"code": "NOT_FOUND", "message": "There is no such page.", "retryable": False}}
+).encode()
+
+
+def _headers(media_type: str) -> list[tuple[bytes, bytes]]:
+    return [(b"content-type", media_type.encode()), *_SECURITY]
+
+
+def _suffix(name: str) -> str:
+    dot = name.rfind(".")
+    return name[dot:] if dot >= 0 else ""
+
+
+def render_theme_css(light: ChatTheme, dark: ChatTheme | None) -> str:
+    """The theme's CSS variables on ``:root``, and the dark theme's under
+    ``prefers-color-scheme: dark``."""
+    css = theme_css(light, ":root")
+    if dark is not None:
+        css += "\n@media (prefers-color-scheme: dark) {\n" + theme_css(dark, ":root") + "}\n"
+    return css
+
+
+def render_components_json(manifest: ComponentManifest) -> str:
+    """``{key: {"schema": <props JSON Schema>, "events": [...]}}`` for every registered key."""
+    catalog = {
+        key: {
+            "schema": definition.props_schema.model_json_schema(),
+            "events": [event.name for event in definition.events],
+        }
+        for key in manifest
+        for definition in (manifest[key],)
+    }
+    return json.dumps(catalog, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+async def not_found(request: Any, exc: Exception) -> Any:
+    """The app's answer to a path no route serves: the JSON ``NOT_FOUND`` error."""
+    from starlette.responses import Response  # noqa: PLC0415 - the server extra
+
+    return Response(_NOT_FOUND, 404, media_type="application/json", headers=_ERROR_HEADERS)
+
+
+async def method_not_allowed(request: Any, exc: Exception) -> Any:
+    """The app's answer to a method a route does not take: the JSON 405 error."""
+    from starlette.responses import Response  # noqa: PLC0415 - the server extra
+
+    return Response(_METHOD, 405, media_type="application/json", headers=_ERROR_HEADERS)
+
+
+class WebPage:
+    """``GET /``: the chat page."""
+
+    def __init__(self) -> None:
+        self._body = read_asset("index.html")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if await handle_non_http(scope, receive, send) or not await method_allowed(scope, send):
+            return
+        await send_response(scope, send, 200, _headers(ASSET_TYPES[".html"]), self._body)
+
+
+class StaticAssets:
+    """``GET /static/<file>``: the page's files, the theme and the component schemas."""
+
+    def __init__(
+        self,
+        *,
+        theme: ChatTheme = DEFAULT_CHAT_THEME,
+        dark_theme: ChatTheme | None = DARK_CHAT_THEME,
+        manifest: ComponentManifest = STANDARD_COMPONENT_MANIFEST,
+    ) -> None:
+        made: dict[str, Callable[[], str]] = {
+            "theme.css": lambda: render_theme_css(theme, dark_theme),
+            "components.json": lambda: render_components_json(manifest),
+        }
+        self._files: Mapping[str, bytes] = {
+            **{name: read_asset(name) for name in ASSET_NAMES},
+            **{name: make().encode() for name, make in made.items()},
+        }
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if await handle_non_http(scope, receive, send) or not await method_allowed(scope, send):
+            return
+        name = str(scope.get("path_params", {}).get("name", ""))
+        body = self._files.get(name)
+        media_type = ASSET_TYPES.get(_suffix(name))
+        if body is None or media_type is None:
+            await send_response(scope, send, 404, error_headers(), _NOT_FOUND)
+            return
+        await send_response(scope, send, 200, _headers(media_type), body)
+
+
+_PAGE: Final = """<!doctype html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1">
+  <meta name="color-scheme" content="light dark">
+  <title>{title}</title>
+  <link rel="icon" href="data:,">
+  <link rel="stylesheet" href="/static/theme.css">
+  <link rel="stylesheet" href="/static/app.css">
+</head>
+<body class="doc-page">
+  <header class="top">
+    <div class="brand"><span class="logo" aria-hidden="true">◆</span>
+      <p class="doc-path">{path}</p></div>
+    <a class="secondary button-link" href="/">Back to the assistant</a>
+  </header>
+  <main class="main doc">
+{body}  </main>
+</body>
+</html>
+"""
+
+
+class DocsPages:
+    """``GET /docs/<page>``: a page of the assistant's folder, as its citations link to it."""
+
+    def __init__(self, assistant: DocsAssistant, prefix: str = "/docs") -> None:
+        self._assistant = assistant
+        self._prefix = prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if await handle_non_http(scope, receive, send) or not await method_allowed(scope, send):
+            return
+        if not self._assistant.is_open:
+            await send_case(scope, send, "internal")
+            return
+        raw = scope.get("raw_path")
+        path = raw.decode("latin-1") if isinstance(raw, bytes) else str(scope.get("path", ""))
+        path = path.rstrip("/") or self._prefix
+        page = self._assistant.page(path)
+        if page is None:
+            await send_response(scope, send, 404, error_headers(), _NOT_FOUND)
+            return
+        body = _PAGE.format(
+            title=html.escape(page.title),
+            path=html.escape(page.document.path),
+            body=render_page_html(page.document, href_prefix=self._prefix),
+        )
+        await send_response(scope, send, 200, _headers(ASSET_TYPES[".html"]), body.encode())
