@@ -213,6 +213,7 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "Caller",
         "DocsAgent",
         "DocsAssistant",
+        "DocsPage",
         "ask_docs",
         "create_docs_assistant",
     ],
@@ -380,6 +381,7 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "query_terms",
         "read_docs_folder",
         "reciprocal_rank_fusion",
+        "render_page_html",
         "write_artifact_build",
     ],
     "agentskit_chat.runtime": [
@@ -453,6 +455,7 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "TextDelta",
         "UsageReport",
     ],
+    "agentskit_chat.web": ["ASSET_NAMES", "ASSET_TYPES", "read_asset"],
     "agentskit_chat.storage": [
         "AnyAskSessionStore",
         "ChatStores",
