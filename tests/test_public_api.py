@@ -426,6 +426,7 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "SessionStorageFactory",
         "create_ask_service_app",
         "create_chat_app",
+        "create_chat_page_app",
         "create_docs_assistant_app",
         "create_healthz_app",
         "create_prometheus_metrics_app",

@@ -21,7 +21,6 @@ import anyio
 import pytest
 import uvicorn
 from starlette.applications import Starlette
-from starlette.routing import Route
 
 from agentskit_chat.conversation import InMemorySessionStorage, define_chat
 from agentskit_chat.protocol import create_assistant_content_encoder
@@ -35,8 +34,7 @@ from agentskit_chat.runtime import (
     StreamChunk,
     ToolAuthorization,
 )
-from agentskit_chat.server import create_chat_app
-from agentskit_chat.server._web_page import StaticAssets, WebPage
+from agentskit_chat.server import create_chat_app, create_chat_page_app
 
 #: The flags every Chromium start gets (this machine's network is closed: no background calls).
 CHROMIUM_ARGS: Final = (
@@ -214,13 +212,7 @@ def lab_app(lab: Lab) -> Starlette:
             session_id, InMemoryChatMemory()
         ),
     )
-    return Starlette(
-        routes=[
-            Route("/", WebPage()),
-            Route("/static/{name:path}", StaticAssets()),
-            Route("/api/chat", chat),
-        ]
-    )
+    return create_chat_page_app(chat)
 
 
 __all__ = [

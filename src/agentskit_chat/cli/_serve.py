@@ -209,7 +209,8 @@ def serve_command(
         ),
     ] = 1,
 ) -> None:
-    """Serve the docs assistant: /api/chat, /api/answer, /api/ask, /healthz and /metrics."""
+    """Serve the docs assistant: the chat page at /, /api/chat, /api/answer, /api/ask, /healthz
+    and /metrics."""
     if not api_key and not _is_local(host):
         _fail(_NEEDS_KEY.format(host=host), 2)
     if not docs_dir.is_dir():
@@ -236,6 +237,7 @@ def serve_command(
     def ready(url: str) -> None:
         shown = f" ({workers} workers)" if workers > 1 else ""
         typer.echo(f"Serving the docs assistant for {docs_dir} at {url}{shown}")
+        typer.echo(f"  Open {url}/ in a browser to chat, or run: agentskit-chat chat --url {url}")
         typer.echo(f"  POST {url}/api/chat     turn protocol: submission -> NDJSON snapshots")
         typer.echo(f'  POST {url}/api/answer   {{"question": "..."}} -> answer envelope')
         typer.echo(f"  POST {url}/api/ask      Ask protocol, NDJSON events")

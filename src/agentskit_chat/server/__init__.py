@@ -30,6 +30,7 @@ from ._chat_app import (
 from ._docs_app import create_docs_assistant_app
 from ._healthz import HealthCheck, HealthzApp, create_healthz_app
 from ._prometheus import PrometheusMetricsApp, create_prometheus_metrics_app
+from ._web_page import create_chat_page_app
 
 __all__ = [
     "AskServiceApp",
@@ -44,6 +45,7 @@ __all__ = [
     "SessionStorageFactory",
     "create_ask_service_app",
     "create_chat_app",
+    "create_chat_page_app",
     "create_docs_assistant_app",
     "create_healthz_app",
     "create_prometheus_metrics_app",

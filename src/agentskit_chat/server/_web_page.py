@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from agentskit_chat.assistant import DocsAssistant
 from agentskit_chat.components import STANDARD_COMPONENT_MANIFEST, ComponentManifest
@@ -59,11 +59,15 @@ from agentskit_chat.protocol._json import js_stringify
 from agentskit_chat.retrieval import render_page_html
 from agentskit_chat.web import ASSET_NAMES, ASSET_TYPES, read_asset
 
-from ._asgi import Receive, Scope, Send, handle_non_http, send_response
+from ._asgi import ASGIApp, Receive, Scope, Send, handle_non_http, send_response
 from ._errors import error_headers, method_allowed, send_case
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
 
 __all__ = [
     "CONTENT_SECURITY_POLICY",
+    "create_chat_page_app",
     "DocsPages",
     "StaticAssets",
     "WebPage",
@@ -236,3 +240,43 @@ class DocsPages:
             body=render_page_html(page.document, href_prefix=self._prefix),
         )
         await send_response(scope, send, 200, _headers(ASSET_TYPES[".html"]), body.encode())
+
+
+def create_chat_page_app(
+    chat: ASGIApp,
+    *,
+    theme: ChatTheme = DEFAULT_CHAT_THEME,
+    dark_theme: ChatTheme | None = DARK_CHAT_THEME,
+    manifest: ComponentManifest = STANDARD_COMPONENT_MANIFEST,
+) -> Starlette:
+    """The chat page in front of a chat handler: ``/``, ``/static/...`` and ``/api/chat``.
+
+    Args:
+        chat: The chat turn handler (:func:`create_chat_app`), mounted at ``/api/chat``.
+        theme: The page's theme.
+        dark_theme: The theme used when the system prefers dark colours (``None``: always
+            ``theme``).
+        manifest: The components the page may draw (the chat definition's manifest).
+
+    Raises:
+        ImportError: the ``server`` extra is not installed.
+
+    Example::
+
+        app = create_chat_page_app(create_chat_app(resolve_definition=..., session_storage=...))
+        # uvicorn.run(app, host="127.0.0.1", port=8000)
+    """
+    from starlette.applications import Starlette  # noqa: PLC0415 - the server extra
+    from starlette.routing import Route  # noqa: PLC0415
+
+    return Starlette(
+        routes=[
+            Route("/", WebPage()),
+            Route(
+                "/static/{name:path}",
+                StaticAssets(theme=theme, dark_theme=dark_theme, manifest=manifest),
+            ),
+            Route("/api/chat", chat),
+        ],
+        exception_handlers={404: not_found, 405: method_not_allowed},
+    )
