@@ -111,6 +111,18 @@ def assistant_messages(page: Page) -> Any:
     return page.locator("article.message.assistant")
 
 
+def serious_violations(page: Page) -> list[tuple[str, list[Any]]]:
+    """axe-core's serious and critical violations on the page (axe is injected, not served)."""
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    assert isinstance(result["violations"], list)
+    return [
+        (violation["id"], [node["target"] for node in violation["nodes"]])
+        for violation in result["violations"]
+        if violation["impact"] in ("serious", "critical")
+    ]
+
+
 # --- the docs assistant -------------------------------------------------------------------------
 
 
@@ -223,20 +235,7 @@ def test_the_docs_page_has_no_serious_accessibility_violations_and_looks_right_a
             # Nothing is wider than the screen.
             scroll = page.evaluate("document.documentElement.scrollWidth")
             assert scroll <= width
-        page.add_script_tag(path=str(AXE))
-        result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
-        serious = [
-            (violation["id"], len(violation["nodes"]))
-            for violation in result["violations"]
-            if violation["impact"] in ("serious", "critical")
-        ]
-        details = [
-            (violation["id"], [node["target"] for node in violation["nodes"]])
-            for violation in result["violations"]
-            if violation["impact"] in ("serious", "critical")
-        ]
-        assert result["passes"] is not None
-        assert serious == [], details
+        assert serious_violations(page) == []
     finally:
         context.close()
 
@@ -396,3 +395,23 @@ def test_the_page_is_served_with_a_strict_policy(watched: Watched, docs_url: str
     assert "script-src 'self'" in policy and "'unsafe-inline'" not in policy
     assert response.headers["x-content-type-options"] == "nosniff"
     assert page.locator("script:not([src])").count() == 0
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_every_component_passes_the_accessibility_check_in_light_and_dark(
+    browser: Browser, lab_url: str, scheme: str
+) -> None:
+    context = browser.new_context(bypass_csp=True, color_scheme=scheme)  # type: ignore[arg-type]
+    page = context.new_page()
+    try:
+        page.goto(lab_url)
+        expect(page.locator("body[data-ready=true]")).to_be_attached()
+        ask(page, "components")
+        expect(page.locator("[data-component]")).to_have_count(13)
+        background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        assert (background == "rgb(255, 255, 255)") == (scheme == "light")
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / f"components-{scheme}.png"), full_page=True)
+        assert serious_violations(page) == []
+    finally:
+        context.close()

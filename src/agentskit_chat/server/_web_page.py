@@ -20,41 +20,14 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from agentskit_chat.assistant import DocsAssistant
-from agentskit_chat.components import STANDARD_COMPONENT_MANIFEST, ComponentManifest
-
-ChatTheme = dict
-DEFAULT_CHAT_THEME = {
-    "--ak-color-bg": "#ffffff",
-    "--ak-color-surface": "#f3f4f6",
-    "--ak-color-border": "#d1d5db",
-    "--ak-color-text": "#111827",
-    "--ak-color-text-muted": "#6b7280",
-    "--ak-color-bubble-user": "#2563eb",
-    "--ak-color-bubble-user-text": "#ffffff",
-    "--ak-color-bubble-assistant": "#f3f4f6",
-    "--ak-color-bubble-assistant-text": "#111827",
-    "--ak-color-input-bg": "#ffffff",
-    "--ak-color-input-border": "#d1d5db",
-    "--ak-color-input-focus": "#2563eb",
-    "--ak-color-button": "#2563eb",
-    "--ak-color-button-text": "#ffffff",
-    "--ak-color-tool-bg": "#f3f4f6",
-    "--ak-color-tool-border": "#d1d5db",
-    "--ak-app-color-danger": "#dc2626",
-    "--ak-font-family": "system-ui, sans-serif",
-    "--ak-radius": "8px",
-    "--ak-radius-lg": "12px",
-    "--ak-spacing-sm": "8px",
-    "--ak-spacing-md": "12px",
-    "--ak-spacing-lg": "16px",
-}
-DARK_CHAT_THEME = None
-
-
-def theme_css(t, sel):
-    return sel + " {\n" + "".join(f"  {k}: {v};\n" for k, v in t.items()) + "}\n"
-
-
+from agentskit_chat.components import (
+    DARK_CHAT_THEME,
+    DEFAULT_CHAT_THEME,
+    STANDARD_COMPONENT_MANIFEST,
+    ChatTheme,
+    ComponentManifest,
+    theme_css,
+)
 from agentskit_chat.protocol._json import js_stringify
 from agentskit_chat.retrieval import render_page_html
 from agentskit_chat.web import ASSET_NAMES, ASSET_TYPES, read_asset
@@ -67,10 +40,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTENT_SECURITY_POLICY",
-    "create_chat_page_app",
     "DocsPages",
     "StaticAssets",
     "WebPage",
+    "create_chat_page_app",
     "method_not_allowed",
     "not_found",
 ]
