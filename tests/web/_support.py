@@ -26,6 +26,7 @@ from agentskit_chat.conversation import InMemorySessionStorage, define_chat
 from agentskit_chat.protocol import create_assistant_content_encoder
 from agentskit_chat.protocol.fixtures.component import STANDARD_COMPONENT_FRAME_FIXTURES
 from agentskit_chat.runtime import (
+    AdapterCapabilities,
     AdapterRequest,
     ChatConfig,
     ChatSource,
@@ -171,6 +172,7 @@ class Lab:
     fail_next: bool = False
     inputs: list[str] = field(default_factory=list)
     tickets: list[dict[str, Any]] = field(default_factory=list)
+    capabilities: AdapterCapabilities | None = None
 
     def create_source(self, request: AdapterRequest) -> ChatSource:
         self.calls += 1

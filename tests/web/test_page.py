@@ -190,9 +190,13 @@ def test_a_backend_question_streams_and_cites(watched: Watched, docs_url: str) -
     assert max(renders.values()) >= 2
     answer = assistant_messages(page).last
     expect(answer).to_contain_text("log_level")
-    expect(answer.get_by_role("navigation", name="Sources").get_by_role("link")).not_to_have_count(
-        0
-    )
+    sources = answer.get_by_role("navigation", name="Sources").get_by_role("link")
+    expect(sources).not_to_have_count(0)
+    # "[1]" in the text is a link to the first source.
+    citation = answer.locator("a.citation").first
+    expect(citation).to_have_text("[1]")
+    assert citation.get_attribute("href") == sources.first.get_attribute("href")
+    expect(citation).to_have_accessible_name(re.compile("^Source 1: "))
 
 
 def test_a_reload_resumes_the_conversation(watched: Watched, docs_url: str) -> None:

@@ -9,8 +9,8 @@ import {
   selectEvent,
   submitEvent,
 } from "./protocol.js";
-import { loadCatalog, renderFrame } from "./components.js";
-import { renderMarkdown } from "./markdown.js";
+import { loadCatalog, renderFrame, resolves } from "./components.js";
+import { renderMarkdown, safeHref } from "./markdown.js";
 
 const ENDPOINT = "/api/chat";
 const SESSION_KEY = "agentskit.chat.session";
@@ -89,6 +89,18 @@ function control(label, onClick, className = "link-button") {
   return node;
 }
 
+// The numbered sources of an answer: the entries of its (valid) source list, with safe links.
+function citationsOf(parts) {
+  const frame = parts.find(
+    (part) => part.kind === "component" && part.frame.componentKey === "source-list" && resolves(part.frame),
+  );
+  if (!frame) return [];
+  return frame.frame.props.sources.map((source) => {
+    const href = source.url ? safeHref(source.url) : null;
+    return href === null ? null : { href, title: source.title };
+  });
+}
+
 function renderContent(message, ctx) {
   const body = el("div", "body");
   if (message.role !== "assistant") {
@@ -100,9 +112,10 @@ function renderContent(message, ctx) {
     body.append(el("p", "diagnostic", "This answer could not be shown."));
     return body;
   }
+  const citations = citationsOf(decoded.parts);
   let text = "";
   const flush = () => {
-    if (text) body.append(renderMarkdown(text));
+    if (text) body.append(renderMarkdown(text, citations));
     text = "";
   };
   for (const part of decoded.parts) {

@@ -37,14 +37,37 @@ function el(tag, className) {
   return node;
 }
 
-function inline(tokens, parent) {
+// "[2]" in an answer's text becomes a link to its second source, when the answer has one.
+const CITATION = /\[(\d{1,2})\]/g;
+
+function appendText(parent, text, citations) {
+  if (!citations || citations.length === 0) {
+    parent.append(document.createTextNode(text));
+    return;
+  }
+  let last = 0;
+  for (const match of text.matchAll(CITATION)) {
+    const source = citations[Number(match[1]) - 1];
+    if (!source) continue;
+    parent.append(document.createTextNode(text.slice(last, match.index)));
+    const link = el("a", "citation");
+    externalLink(link, source.href);
+    link.textContent = match[0];
+    link.setAttribute("aria-label", `Source ${match[1]}: ${source.title}`);
+    parent.append(link);
+    last = match.index + match[0].length;
+  }
+  parent.append(document.createTextNode(text.slice(last)));
+}
+
+function inline(tokens, parent, citations) {
   for (const token of tokens || []) {
     switch (token.type) {
       case "strong":
       case "em":
       case "del": {
         const node = el(token.type === "del" ? "del" : token.type);
-        inline(token.tokens, node);
+        inline(token.tokens, node, citations);
         parent.append(node);
         break;
       }
@@ -85,8 +108,8 @@ function inline(tokens, parent) {
         break;
       }
       case "text":
-        if (token.tokens && token.tokens.length) inline(token.tokens, parent);
-        else parent.append(document.createTextNode(decodeEntities(token.text)));
+        if (token.tokens && token.tokens.length) inline(token.tokens, parent, citations);
+        else appendText(parent, decodeEntities(token.text), citations);
         break;
       case "escape":
         parent.append(document.createTextNode(token.text));
@@ -108,7 +131,7 @@ function decodeEntities(text) {
     .replace(/&amp;/g, "&");
 }
 
-function block(tokens, parent, depth) {
+function block(tokens, parent, depth, citations) {
   for (const token of tokens || []) {
     switch (token.type) {
       case "space":
@@ -116,19 +139,19 @@ function block(tokens, parent, depth) {
       case "heading": {
         // Answers sit under the page's own headings: their levels start at h3.
         const node = el(`h${Math.min(6, token.depth + 2)}`);
-        inline(token.tokens, node);
+        inline(token.tokens, node, citations);
         parent.append(node);
         break;
       }
       case "paragraph": {
         const node = el("p");
-        inline(token.tokens, node);
+        inline(token.tokens, node, citations);
         parent.append(node);
         break;
       }
       case "text": {
-        if (token.tokens) inline(token.tokens, parent);
-        else parent.append(document.createTextNode(decodeEntities(token.text)));
+        if (token.tokens) inline(token.tokens, parent, citations);
+        else appendText(parent, decodeEntities(token.text), citations);
         break;
       }
       case "code": {
@@ -145,7 +168,7 @@ function block(tokens, parent, depth) {
       }
       case "blockquote": {
         const node = el("blockquote");
-        block(token.tokens, node, depth + 1);
+        block(token.tokens, node, depth + 1, citations);
         parent.append(node);
         break;
       }
@@ -163,7 +186,7 @@ function block(tokens, parent, depth) {
             box.disabled = true;
             li.append(box, " ");
           }
-          block(item.tokens, li, depth + 1);
+          block(item.tokens, li, depth + 1, citations);
           node.append(li);
         }
         parent.append(node);
@@ -213,8 +236,11 @@ function block(tokens, parent, depth) {
   }
 }
 
-/** A fragment holding `text` rendered as Markdown. Never parses HTML. */
-export function renderMarkdown(text) {
+/**
+ * A fragment holding `text` rendered as Markdown. Never parses HTML. `citations` ({href,
+ * title} by number, from the answer's source list) turn "[n]" into links.
+ */
+export function renderMarkdown(text, citations = []) {
   const fragment = document.createDocumentFragment();
   let tokens;
   try {
@@ -225,6 +251,6 @@ export function renderMarkdown(text) {
     fragment.append(node);
     return fragment;
   }
-  block(tokens, fragment, 0);
+  block(tokens, fragment, 0, citations);
   return fragment;
 }
