@@ -45,7 +45,8 @@ def _diagnostic(case: str) -> dict[str, object]:
 
 
 ROUTES = [
-    ("GET", "/", None),
+    ("GET", "/docs/guide", None),
+    ("GET", "/api/chat?sessionId=s1", None),
     ("GET", "/metrics", None),
     ("POST", "/api/answer", b'{"question":"Setup guide"}'),
     ("POST", "/api/ask", b'{"messages":[{"role":"user","content":"Setup guide"}]}'),
@@ -74,7 +75,7 @@ async def test_every_route_but_healthz_needs_the_key(docs: Path) -> None:
         assert response.status_code == 401, response.request.url
         assert response.headers["www-authenticate"] == "Bearer"
         assert response.json()["error"]["code"] == "ASK_UNAUTHORIZED"
-    assert [r.status_code for r in admitted] == [200, 200, 200, 200, 404]
+    assert [r.status_code for r in admitted] == [200, 200, 200, 200, 200, 404]
     # The one public route says whether the assistant is ready, and nothing else.
     assert (health.status_code, health.json()) == (200, {"status": "ok"})
 
@@ -92,6 +93,17 @@ async def test_remote_clients_without_a_key_reach_no_route_but_healthz(
         health = await client.get("/healthz")
     assert statuses == [401] * len(ROUTES)
     assert health.status_code == 200
+
+
+async def test_the_page_and_its_files_are_public_and_hold_no_data(
+    assistant: DocsAssistant,
+) -> None:
+    transport = httpx.ASGITransport(web_app(assistant), client=("203.0.113.7", 40000))
+    async with httpx.AsyncClient(transport=transport, base_url="http://docs") as client:
+        public = [await client.get(path) for path in ("/", "/static/app.js", "/static/theme.css")]
+    assert [response.status_code for response in public] == [200, 200, 200]
+    # Nothing of the docs folder is in them.
+    assert not any("widget" in response.text for response in public)
 
 
 # (body, answered): whether /api/answer answers it (200); every other body is refused alike.
