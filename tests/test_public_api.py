@@ -285,6 +285,7 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "define_component_manifest",
         "parse_semantic_fallback",
         "present_chat_message",
+        "render_component_catalog_page",
         "resolve_chat_theme",
         "resolve_choice_action",
         "resolve_choice_list_frame",

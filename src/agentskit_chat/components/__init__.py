@@ -8,6 +8,7 @@ a text fallback.
 
 from __future__ import annotations
 
+from ._catalog_page import render_component_catalog_page
 from ._definition import (
     COMPONENT_KEY_PATTERN,
     ComponentAccessibility,
@@ -155,6 +156,7 @@ __all__ = [
     "define_component_manifest",
     "parse_semantic_fallback",
     "present_chat_message",
+    "render_component_catalog_page",
     "resolve_chat_theme",
     "resolve_choice_action",
     "resolve_choice_list_frame",
