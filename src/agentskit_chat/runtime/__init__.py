@@ -2,7 +2,8 @@
 
 An adapter turns an :class:`AdapterRequest` into a :class:`ChatSource`, whose ``stream()`` yields
 :class:`StreamChunk` values and whose ``abort()`` cancels it. The chat controller is built on
-exactly these types.
+exactly these types. A host that owns the chat state elsewhere uses the controlled driver
+(:func:`create_controlled_chat_driver`) instead.
 """
 
 from __future__ import annotations
@@ -17,6 +18,15 @@ from ._adapter import (
 )
 from ._chunks import CHUNK_TYPES, AdapterContext, AdapterRequest, ChunkType, StreamChunk
 from ._config import ChatConfig
+from ._controlled import (
+    ControlledChatActions,
+    ControlledChatDriver,
+    ControlledChatError,
+    ControlledChatSnapshot,
+    ControlledChatStatus,
+    create_controlled_chat_driver,
+    parse_controlled_chat_snapshot,
+)
 from ._controller import ChatController
 from ._controller_state import ChatState, ChatStatus
 from ._memory import ChatMemory, InMemoryChatMemory
@@ -48,6 +58,11 @@ __all__ = [
     "ChatStatus",
     "ChatTool",
     "ChunkType",
+    "ControlledChatActions",
+    "ControlledChatDriver",
+    "ControlledChatError",
+    "ControlledChatSnapshot",
+    "ControlledChatStatus",
     "InMemoryChatMemory",
     "MessageRole",
     "MessageStatus",
@@ -58,5 +73,7 @@ __all__ = [
     "ToolAuthorizer",
     "ToolExecutor",
     "ToolRunner",
+    "create_controlled_chat_driver",
     "create_scoped_source",
+    "parse_controlled_chat_snapshot",
 ]
