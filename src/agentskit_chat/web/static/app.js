@@ -265,6 +265,7 @@ async function submit(text, extra = {}) {
   rerender();
   announce("Answering…");
   let stopped = false;
+  let failed = false;
   try {
     const response = await fetch(ENDPOINT, {
       method: "POST",
@@ -274,29 +275,38 @@ async function submit(text, extra = {}) {
       credentials: "same-origin",
     });
     if (response.status === 401) {
+      failed = true;
       keyForm.hidden = false;
       showNotice("This server needs an API key.");
       return;
     }
     if (!response.ok) {
+      failed = true;
       showNotice(await errorText(response));
       return;
     }
     await readLines(response, (line) => {
       if (line.event === "server.turn.diagnostic") {
+        failed = true;
         if (line.payload && typeof line.payload.message === "string") showNotice(line.payload.message);
         return;
       }
       if (page.cursor.apply(line)) render(page.cursor.snapshot);
     });
   } catch (error) {
-    if (abort.signal.aborted) stopped = true;
-    else showNotice("The connection to the server failed.");
+    if (abort.signal.aborted) {
+      stopped = true;
+    } else {
+      failed = true;
+      showNotice("The connection to the server failed.");
+    }
   } finally {
     page.abort = null;
     setStreaming(false);
     rerender({ stopped });
-    announce(stopped ? "Stopped." : "Answer complete.");
+    const snapshot = page.cursor.snapshot;
+    if (snapshot && snapshot.payload.status === "error") failed = true;
+    announce(stopped ? "Stopped." : failed ? "The answer failed." : "Answer complete.");
     if (stopped) setTimeout(resume, 400); // what the server saved of the stopped answer
   }
 }
