@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +105,15 @@ def ask(page: Page, text: str) -> None:
     page.get_by_label("Your question").fill(text)
     page.locator("#send").click()
     expect(page.locator("#send")).to_be_visible()  # the turn finished
+
+
+def wait_for(condition: Callable[[], bool], page: Page, seconds: float = 10) -> None:
+    """Until ``condition()`` holds (the server sees a closed stream on its next write)."""
+    for _ in range(int(seconds * 10)):
+        if condition():
+            return
+        page.wait_for_timeout(100)
+    assert condition()
 
 
 def assistant_messages(page: Page) -> Any:
@@ -310,15 +319,23 @@ def test_stop_ends_a_streaming_answer_and_the_next_question_works(
     page.get_by_role("button", name="Stop").click()
     expect(page.locator("#send")).to_be_visible()
     expect(page.get_by_role("status")).to_have_text("Stopped.")
-    text = answer.inner_text()
-    page.wait_for_timeout(1000)
+    stopped = answer.inner_text()
+    assert "part 1" in stopped
+    wait_for(lambda: lab.aborts == aborts + 1, page)
+    # Nothing more arrives after the stop.
+    page.wait_for_timeout(600)
     assert "part 39" not in assistant_messages(page).last.inner_text()
-    assert lab.aborts == aborts + 1
-    assert text
     ask(page, "after the stop")
     expect(assistant_messages(page).last.locator(".body")).to_have_text(
         re.compile("Echo: after the stop")
     )
+    # Esc stops too, from anywhere on the page.
+    page.get_by_label("Your question").fill("slow")
+    page.locator("#send").click()
+    expect(assistant_messages(page).last).to_contain_text("part 1")
+    page.keyboard.press("Escape")
+    expect(page.locator("#send")).to_be_visible()
+    wait_for(lambda: lab.aborts == aborts + 2, page)
 
 
 def test_regenerate_edit_and_retry(watched: Watched, lab_url: str, lab: Lab) -> None:
