@@ -474,6 +474,14 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "TextDelta",
         "UsageReport",
     ],
+    "agentskit_chat.tui": [
+        "ChatTurnClient",
+        "TerminalChatApp",
+        "TurnFailure",
+        "TurnResult",
+        "local_docs_server",
+        "run_terminal_chat",
+    ],
     "agentskit_chat.web": ["ASSET_NAMES", "ASSET_TYPES", "read_asset"],
     "agentskit_chat.storage": [
         "AnyAskSessionStore",

@@ -1,0 +1,520 @@
+"""The Textual terminal chat: a transcript, the component that owns the keyboard, an input.
+
+Everything the app shows comes from the newest snapshot the client's cursor holds, drawn by
+:func:`~agentskit_chat.tui._transcript.build_transcript`; everything it sends is one turn of
+:class:`~agentskit_chat.tui._client.ChatTurnClient`. One turn runs at a time, in a worker, so
+the screen keeps answering keys (Escape stops the stream) while the answer arrives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import ClassVar, Final
+
+from rich.text import Text
+from textual import events
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.widgets import Footer, Header, Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from agentskit_chat.components import select_choice
+from agentskit_chat.protocol import SnapshotEvent
+
+from ._client import ChatTurnClient, Decision, OperationKind, TurnResult
+from ._render import ChoicePrompt, PendingConfirmation, RenderedMessage, plain_text
+from ._theme import THEME_NAMES, ThemeChoice, chat_theme, textual_theme
+from ._transcript import Transcript, build_transcript
+
+__all__ = ["COMMANDS_HELP", "TerminalChatApp"]
+
+#: What ``/help`` shows.
+COMMANDS_HELP: Final = (
+    "Enter sends · /retry asks the last question again · /edit <text> changes your last "
+    "question · /regenerate writes a new answer · Escape stops an answer · Ctrl+C quits"
+)
+_IDLE_HINT: Final = "Ask a question about the docs. /help lists the commands."
+_STREAMING_HINT: Final = "Answering… press Escape to stop."
+_CHOICE_HINT: Final = "Pick a choice: Up/Down or its number, then Enter (Tab: back to typing)."
+_CONFIRM_HINT: Final = "Decide: a approves, r rejects (or Up/Down, then Enter)."
+_CHOICE_UNAVAILABLE: Final = "CHOICE_UNAVAILABLE"
+
+TurnStart = Callable[[Callable[[SnapshotEvent], None]], Awaitable[TurnResult]]
+
+
+class MessageView(Static):
+    """One message of the transcript."""
+
+    DEFAULT_CSS = """
+    MessageView {
+        padding: 0 1;
+        margin: 0 0 1 0;
+        border-left: thick $border;
+    }
+    MessageView.user { border-left: thick $primary; color: $foreground; }
+    MessageView.assistant { border-left: thick $border; }
+    MessageView.tool, MessageView.system { color: $text-muted; }
+    """
+
+    def __init__(self, rendered: RenderedMessage) -> None:
+        super().__init__(rendered.renderable, classes=rendered.role)
+        self.rendered = rendered
+        self.border_title = {"user": "You", "assistant": "Assistant"}.get(rendered.role)
+
+    def show(self, rendered: RenderedMessage) -> None:
+        """Draw ``rendered`` instead."""
+        self.rendered = rendered
+        self.update(rendered.renderable)
+
+
+class ComponentPicker(OptionList):
+    """The keyboard of the latest unresolved component: a choice list or a confirmation.
+
+    Up/Down move, a digit jumps to that choice, Enter picks; for a confirmation ``a`` approves
+    and ``r`` rejects at once. Any other printable key goes to the input, so typing a question
+    needs no Tab first.
+    """
+
+    DEFAULT_CSS = """
+    ComponentPicker {
+        height: auto;
+        max-height: 12;
+        border: round $primary;
+        background: $surface;
+        margin: 0 1;
+    }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(id="picker")
+        self.owner: ChoicePrompt | PendingConfirmation | None = None
+        self._digits = ""
+
+    def own(self, owner: ChoicePrompt | PendingConfirmation | None) -> None:
+        """Show ``owner``'s options (or hide when ``None``)."""
+        self.owner = owner
+        self._digits = ""
+        self.clear_options()
+        if isinstance(owner, ChoicePrompt):
+            self.border_title = owner.prompt
+            self.add_options(
+                Option(f"{number}. {choice.label}", id=str(number - 1))
+                for number, choice in enumerate(owner.choices, start=1)
+            )
+        elif owner is not None:
+            self.border_title = f"Run {owner.name}?"
+            self.add_options(
+                [
+                    Option(f"a. {owner.approve_label}", id="approve"),
+                    Option(f"r. {owner.reject_label}", id="reject"),
+                ]
+            )
+        self.highlighted = 0 if owner is not None else None
+        self.display = owner is not None
+
+    def on_key(self, event: events.Key) -> None:
+        character = event.character
+        if character is None or not character.isprintable() or event.key == "space":
+            self._digits = ""
+            return
+        event.stop()
+        event.prevent_default()
+        if character.isdigit():
+            self._jump(character)
+        elif isinstance(self.owner, PendingConfirmation) and character.lower() in "ar":
+            self.highlighted = 0 if character.lower() == "a" else 1
+            self.action_select()
+        else:
+            self._digits = ""
+            prompt = self.app.query_one("#prompt", Input)
+            prompt.focus()
+            prompt.insert_text_at_cursor(character)
+
+    def _jump(self, digit: str) -> None:
+        count = self.option_count
+        wanted = self._digits + digit
+        if not 1 <= int(wanted) <= count:
+            wanted = digit
+        self._digits = wanted if int(wanted) * 10 <= count else ""
+        if 1 <= int(wanted) <= count:
+            self.highlighted = int(wanted) - 1
+
+
+class TerminalChatApp(App[None]):
+    """The terminal chat over one chat handler (``/api/chat`` of ``url``).
+
+    Args:
+        url: The server; ``None`` to connect later with :meth:`connect` (a local server
+            that is still starting).
+        api_key: Sent as ``Authorization: Bearer <key>``.
+        session_id: A session to continue: its stored conversation is loaded first.
+        theme: ``dark`` (the default) or ``light``: the semantic chat theme's colours.
+        starting: What to show while there is no server yet.
+
+    Keys: Enter sends, Escape stops a streaming answer (the app keeps running), Ctrl+C quits
+    with status 0. Commands: ``/retry``, ``/edit <text>``, ``/regenerate``, ``/help``.
+    """
+
+    TITLE = "agentskit-chat"
+    ENABLE_COMMAND_PALETTE = False
+    CSS = """
+    #transcript { height: 1fr; padding: 1 1 0 1; }
+    #notice { height: auto; padding: 0 1; display: none; }
+    #notice.error { display: block; color: $error; text-style: bold; }
+    #notice.info { display: block; color: $text-muted; }
+    #hint { height: 1; padding: 0 1; color: $text-muted; }
+    #prompt { margin: 0 1; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+c", "quit_chat", "Quit", priority=True),
+        Binding("ctrl+q", "quit_chat", "Quit", show=False, priority=True),
+        Binding("escape", "stop", "Stop the answer", priority=True),
+    ]
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        api_key: str | None = None,
+        session_id: str | None = None,
+        theme: ThemeChoice = "dark",
+        starting: str = "Connecting…",
+    ) -> None:
+        super().__init__()
+        self._url = url
+        self._api_key = api_key
+        self._session_id = session_id
+        self._palette = theme
+        self._starting = starting
+        self.client: ChatTurnClient | None = None
+        self.transcript: Transcript | None = None
+        self._views: dict[str, MessageView] = {}
+        self._picked: dict[str, str] = {}
+        self._decided: set[str] = set()
+        self._owner_key: str | None = None
+        self._notice = ""
+        self._mounted_once = False
+        self._startup_failure: str | None = None
+
+    # --- layout -------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Header(show_clock=False, icon="›")
+        yield VerticalScroll(id="transcript")
+        yield Static(id="notice")
+        yield ComponentPicker()
+        yield Static(_IDLE_HINT, id="hint")
+        yield Input(placeholder="Ask a question…", id="prompt")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        for choice in THEME_NAMES:
+            self.register_theme(textual_theme(choice))
+        self.theme = THEME_NAMES[self._palette]
+        self.query_one(ComponentPicker).own(None)
+        prompt = self.query_one("#prompt", Input)
+        self._mounted_once = True
+        if self._startup_failure is not None:
+            self.show_startup_failure(self._startup_failure)
+        elif self._url is None:
+            self.sub_title = self._starting
+            prompt.disabled = True
+        else:
+            self.connect(self._url)
+        prompt.focus()
+
+    async def on_unmount(self) -> None:
+        if self.client is not None:
+            await self.client.aclose()
+
+    # --- what tests and hosts read ------------------------------------------------------
+
+    @property
+    def notice(self) -> str:
+        """The notice on screen (an error or a status line), or ``""``."""
+        return self._notice
+
+    @property
+    def notice_is_error(self) -> bool:
+        """Whether the notice on screen is an error."""
+        return self.query_one("#notice", Static).has_class("error")
+
+    def message_texts(self, width: int = 100) -> list[str]:
+        """What each message of the transcript shows, as plain text, in order."""
+        views = self.query_one("#transcript", VerticalScroll).query(MessageView)
+        return [plain_text(view.rendered.renderable, width) for view in views]
+
+    @property
+    def keyboard_owner(self) -> ChoicePrompt | PendingConfirmation | None:
+        """The component that owns the keyboard now, if any."""
+        return self.query_one(ComponentPicker).owner
+
+    # --- connecting ---------------------------------------------------------------------
+
+    def connect(self, url: str) -> None:
+        """Talk to the chat handler of ``url`` (loads the stored session first, if named).
+
+        Called before the app is on screen, it connects as soon as it is.
+        """
+        if not self._mounted_once:
+            self._url = url
+            return
+        self.client = ChatTurnClient(url, api_key=self._api_key, session_id=self._session_id)
+        self.sub_title = url
+        prompt = self.query_one("#prompt", Input)
+        prompt.disabled = False
+        prompt.focus()
+        if self._session_id is not None:
+            self.run_worker(self._resume(), group="turn", exit_on_error=False)
+
+    def show_startup_failure(self, message: str) -> None:
+        """Show that the server did not start (the input stays disabled)."""
+        if not self._mounted_once:
+            self._startup_failure = message
+            return
+        self.query_one("#prompt", Input).disabled = True
+        self.sub_title = "not connected"
+        self._notify(message, error=True)
+
+    async def _resume(self) -> None:
+        assert self.client is not None
+        result = await self.client.resume()
+        if result.failure is not None:
+            self._notify(f"Could not load the session: {result.failure.message}", error=True)
+        self._draw()
+
+    # --- notices ------------------------------------------------------------------------
+
+    def _notify(self, message: str, *, error: bool = False) -> None:
+        widget = self.query_one("#notice", Static)
+        widget.set_classes("error" if error else "info")
+        widget.update(Text(("⚠ " if error else "") + message))
+        self._notice = message
+
+    def _clear_notice(self) -> None:
+        widget = self.query_one("#notice", Static)
+        widget.set_classes("")
+        widget.update("")
+        self._notice = ""
+
+    # --- input --------------------------------------------------------------------------
+
+    async def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        text = event.value.strip()
+        if not text:
+            return
+        if self.client is None:
+            self._notify("Not connected yet.", error=True)
+            return
+        if self.client.running:
+            self._notify("An answer is still streaming: press Escape to stop it first.")
+            return
+        event.input.value = ""
+        self._clear_notice()
+        owner = self.keyboard_owner
+        if isinstance(owner, ChoicePrompt) and text.isdigit():
+            if not 1 <= int(text) <= len(owner.choices):
+                self._notify(f"Pick a number from 1 to {len(owner.choices)}.", error=True)
+                return
+            self.pick_choice(owner, int(text) - 1)
+            return
+        if isinstance(owner, PendingConfirmation) and text.lower() in ("a", "r"):
+            self.decide(owner, "approve" if text.lower() == "a" else "reject")
+            return
+        if text.startswith("/"):
+            self._command(text)
+            return
+        client = self.client
+        self._start(lambda shown: client.submit(text, on_snapshot=shown))
+
+    def _command(self, text: str) -> None:
+        assert self.client is not None
+        client = self.client
+        name, _, rest = text.partition(" ")
+        rest = rest.strip()
+        if name in ("/retry", "/regenerate"):
+            kind: OperationKind = "retry" if name == "/retry" else "regenerate"
+            self._start(lambda shown: client.operation(kind, on_snapshot=shown))
+        elif name == "/edit":
+            target = self.transcript.last_user_message_id if self.transcript else None
+            if not rest:
+                self._notify("Write the new question after /edit: /edit How do I …?", error=True)
+            elif target is None:
+                self._notify("There is no question to edit yet.", error=True)
+            else:
+                self._start(
+                    lambda shown: client.operation(
+                        "edit", text=rest, message_id=target, on_snapshot=shown
+                    )
+                )
+        elif name == "/help":
+            self._notify(COMMANDS_HELP)
+        elif name in ("/quit", "/exit"):
+            self.action_quit_chat()
+        else:
+            self._notify(f"Unknown command {name}. {COMMANDS_HELP}", error=True)
+
+    # --- components ---------------------------------------------------------------------
+
+    def pick_choice(self, prompt: ChoicePrompt, index: int) -> bool:
+        """Answer choice list ``prompt`` with its choice ``index``; ``False`` (nothing sent)
+        when the list was answered already, a turn is running or ``index`` is not a choice."""
+        client = self.client
+        if (
+            client is None
+            or client.running
+            or prompt.instance_id in self._picked
+            or not 0 <= index < len(prompt.choices)
+        ):
+            return False
+        choice = prompt.choices[index]
+        self._picked[prompt.instance_id] = choice.label
+        selection = select_choice(prompt.frame, choice.id).to_wire()
+        text = choice.description or choice.label
+
+        async def run(shown: Callable[[SnapshotEvent], None]) -> TurnResult:
+            result = await client.select(selection, text, on_snapshot=shown)
+            failure = result.failure
+            if result.stopped or (failure is not None and failure.code != _CHOICE_UNAVAILABLE):
+                # The server released the reservation: the list may be answered again.
+                self._picked.pop(prompt.instance_id, None)
+            return result
+
+        self._start(run)
+        return True
+
+    def decide(self, pending: PendingConfirmation, decision: Decision) -> bool:
+        """Approve or reject ``pending``; ``False`` (nothing sent) when already decided or a
+        turn is running."""
+        client = self.client
+        if client is None or client.running or pending.tool_call_id in self._decided:
+            return False
+        self._decided.add(pending.tool_call_id)
+        call_id = pending.tool_call_id
+
+        async def run(shown: Callable[[SnapshotEvent], None]) -> TurnResult:
+            result = await client.decide(call_id, decision, on_snapshot=shown)
+            if result.failure is not None and result.failure.retryable:
+                self._decided.discard(call_id)
+            return result
+
+        self._start(run)
+        return True
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        owner = self.keyboard_owner
+        option_id = event.option.id
+        if isinstance(owner, ChoicePrompt) and option_id is not None:
+            self.pick_choice(owner, int(option_id))
+        elif isinstance(owner, PendingConfirmation):
+            self.decide(owner, "approve" if option_id == "approve" else "reject")
+
+    # --- turns --------------------------------------------------------------------------
+
+    def _start(self, start: TurnStart) -> None:
+        self._clear_notice()
+        self._own(None)
+        self.query_one("#hint", Static).update(_STREAMING_HINT)
+        self.query_one("#prompt", Input).focus()
+        self.run_worker(self._turn(start), group="turn", exit_on_error=False)
+
+    async def _turn(self, start: TurnStart) -> None:
+        result: TurnResult | None = None
+        try:
+            result = await start(self._shown)
+        finally:
+            self._draw()
+            if result is not None and result.stopped:
+                self._notify("Stopped. What was written so far is kept.")
+            elif result is not None and result.failure is not None:
+                failure = result.failure
+                self._notify(f"{failure.message} ({failure.code})", error=True)
+
+    def _shown(self, snapshot: SnapshotEvent) -> None:
+        self._draw()
+
+    def _draw(self) -> None:
+        """Draw the newest snapshot and give the keyboard to its latest unresolved component."""
+        client = self.client
+        snapshot = client.snapshot if client is not None else None
+        if client is None or snapshot is None:
+            self._own(None)
+            return
+        transcript = build_transcript(
+            snapshot,
+            theme=chat_theme(self._palette),
+            resolve_href=client.absolute_url,
+            picked=self._picked,
+        )
+        self.transcript = transcript
+        self._sync(transcript.messages)
+        owner = transcript.active
+        if isinstance(owner, PendingConfirmation) and owner.tool_call_id in self._decided:
+            owner = None
+        self._own(None if client.running else owner)
+
+    def _sync(self, messages: tuple[RenderedMessage, ...]) -> None:
+        box = self.query_one("#transcript", VerticalScroll)
+        ids = [m.message_id for m in messages]
+        kept = [i for i in self._views if i in set(ids)]
+        if ids[: len(kept)] != kept:
+            kept = []
+        for message_id in list(self._views):
+            if message_id not in kept:
+                self._views.pop(message_id).remove()
+        fresh: list[MessageView] = []
+        for message in messages:
+            view = self._views.get(message.message_id)
+            if view is None:
+                view = MessageView(message)
+                self._views[message.message_id] = view
+                fresh.append(view)
+            elif view.rendered != message:
+                view.show(message)
+        if fresh:
+            box.mount_all(fresh)
+        box.scroll_end(animate=False)
+
+    def _own(self, owner: ChoicePrompt | PendingConfirmation | None) -> None:
+        picker = self.query_one(ComponentPicker)
+        key = None
+        if isinstance(owner, ChoicePrompt):
+            key = f"choice:{owner.instance_id}"
+        elif owner is not None:
+            key = f"confirm:{owner.tool_call_id}"
+        hint = self.query_one("#hint", Static)
+        running = self.client is not None and self.client.running
+        if key == self._owner_key:
+            if owner is None and not running:
+                hint.update(_IDLE_HINT)
+            return
+        self._owner_key = key
+        picker.own(owner)
+        if owner is None:
+            hint.update(_STREAMING_HINT if running else _IDLE_HINT)
+            if picker.has_focus:
+                self.query_one("#prompt", Input).focus()
+            return
+        hint.update(_CHOICE_HINT if isinstance(owner, ChoicePrompt) else _CONFIRM_HINT)
+        picker.focus()
+
+    # --- actions ------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "stop":
+            return self.client is not None and self.client.running
+        return True
+
+    def action_stop(self) -> None:
+        """Stop the streaming answer (the app keeps running)."""
+        if self.client is not None:
+            self.client.stop()
+
+    def action_quit_chat(self) -> None:
+        """Quit cleanly: the running turn is stopped and the exit status is 0."""
+        if self.client is not None:
+            self.client.stop()
+        self.exit(return_code=0)
