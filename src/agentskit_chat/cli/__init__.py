@@ -14,6 +14,7 @@ import typer
 
 from ._artifact import artifact_app
 from ._ask import ask_command
+from ._chat import chat_command
 from ._components import components_app
 from ._render_answer import render_answer_command
 from ._serve import serve_command
@@ -31,6 +32,7 @@ app.add_typer(artifact_app, name="artifact")
 app.add_typer(components_app, name="components")
 app.command("ask")(ask_command)
 app.command("serve")(serve_command)
+app.command("chat")(chat_command)
 app.command("render-answer")(render_answer_command)
 
 
