@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import ClassVar, Final
 
+from rich.console import Group
 from rich.text import Text
 from textual import events
 from textual.app import App, ComposeResult
@@ -58,14 +59,21 @@ class MessageView(Static):
     """
 
     def __init__(self, rendered: RenderedMessage) -> None:
-        super().__init__(rendered.renderable, classes=rendered.role)
+        super().__init__(_with_role(rendered), classes=rendered.role)
         self.rendered = rendered
-        self.border_title = {"user": "You", "assistant": "Assistant"}.get(rendered.role)
 
     def show(self, rendered: RenderedMessage) -> None:
         """Draw ``rendered`` instead."""
         self.rendered = rendered
-        self.update(rendered.renderable)
+        self.update(_with_role(rendered))
+
+
+_ROLE_LABELS: Final = {"user": "You", "assistant": "Assistant", "tool": "Tool", "system": "System"}
+
+
+def _with_role(rendered: RenderedMessage) -> Group:
+    label = Text(_ROLE_LABELS.get(rendered.role, rendered.role), style="bold")
+    return Group(label, rendered.renderable)
 
 
 class ComponentPicker(OptionList):
@@ -97,10 +105,10 @@ class ComponentPicker(OptionList):
         self._digits = ""
         self.clear_options()
         if isinstance(owner, ChoicePrompt):
-            self.border_title = owner.prompt
+            self.border_title = "Choose one"
             self.add_options(
-                Option(f"{number}. {choice.label}", id=str(number - 1))
-                for number, choice in enumerate(owner.choices, start=1)
+                Option(f"{index + 1}. {owner.caption(index)}", id=str(index))
+                for index in range(len(owner.choices))
             )
         elif owner is not None:
             self.border_title = f"Run {owner.name}?"
@@ -160,6 +168,7 @@ class TerminalChatApp(App[None]):
     ENABLE_COMMAND_PALETTE = False
     CSS = """
     #transcript { height: 1fr; padding: 1 1 0 1; }
+    #welcome { color: $text-muted; margin: 0 0 1 0; }
     #notice { height: auto; padding: 0 1; display: none; }
     #notice.error { display: block; color: $error; text-style: bold; }
     #notice.info { display: block; color: $text-muted; }
@@ -201,7 +210,8 @@ class TerminalChatApp(App[None]):
 
     def compose(self) -> ComposeResult:
         yield Header(show_clock=False, icon="›")
-        yield VerticalScroll(id="transcript")
+        with VerticalScroll(id="transcript"):
+            yield Static(self._starting, id="welcome")
         yield Static(id="notice")
         yield ComponentPicker()
         yield Static(_IDLE_HINT, id="hint")
@@ -262,6 +272,8 @@ class TerminalChatApp(App[None]):
             return
         self.client = ChatTurnClient(url, api_key=self._api_key, session_id=self._session_id)
         self.sub_title = url
+        welcome = self.query_one("#welcome", Static)
+        welcome.update(Text(f"Connected to {url}. {_IDLE_HINT}\n{COMMANDS_HELP}"))
         prompt = self.query_one("#prompt", Input)
         prompt.disabled = False
         prompt.focus()
@@ -336,7 +348,8 @@ class TerminalChatApp(App[None]):
         rest = rest.strip()
         if name in ("/retry", "/regenerate"):
             kind: OperationKind = "retry" if name == "/retry" else "regenerate"
-            self._start(lambda shown: client.operation(kind, on_snapshot=shown))
+            done = "Asked again." if kind == "retry" else "A new answer replaced the last one."
+            self._start(lambda shown: client.operation(kind, on_snapshot=shown), done=done)
         elif name == "/edit":
             target = self.transcript.last_user_message_id if self.transcript else None
             if not rest:
@@ -347,7 +360,8 @@ class TerminalChatApp(App[None]):
                 self._start(
                     lambda shown: client.operation(
                         "edit", text=rest, message_id=target, on_snapshot=shown
-                    )
+                    ),
+                    done="Your question was changed and answered again.",
                 )
         elif name == "/help":
             self._notify(COMMANDS_HELP)
@@ -370,9 +384,9 @@ class TerminalChatApp(App[None]):
         ):
             return False
         choice = prompt.choices[index]
-        self._picked[prompt.instance_id] = choice.label
-        selection = select_choice(prompt.frame, choice.id).to_wire()
         text = choice.description or choice.label
+        self._picked[prompt.instance_id] = text
+        selection = select_choice(prompt.frame, choice.id).to_wire()
 
         async def run(shown: Callable[[SnapshotEvent], None]) -> TurnResult:
             result = await client.select(selection, text, on_snapshot=shown)
@@ -414,14 +428,14 @@ class TerminalChatApp(App[None]):
 
     # --- turns --------------------------------------------------------------------------
 
-    def _start(self, start: TurnStart) -> None:
+    def _start(self, start: TurnStart, *, done: str | None = None) -> None:
         self._clear_notice()
         self._own(None)
         self.query_one("#hint", Static).update(_STREAMING_HINT)
         self.query_one("#prompt", Input).focus()
-        self.run_worker(self._turn(start), group="turn", exit_on_error=False)
+        self.run_worker(self._turn(start, done), group="turn", exit_on_error=False)
 
-    async def _turn(self, start: TurnStart) -> None:
+    async def _turn(self, start: TurnStart, done: str | None) -> None:
         result: TurnResult | None = None
         try:
             result = await start(self._shown)
@@ -432,6 +446,8 @@ class TerminalChatApp(App[None]):
             elif result is not None and result.failure is not None:
                 failure = result.failure
                 self._notify(f"{failure.message} ({failure.code})", error=True)
+            elif result is not None and done is not None:
+                self._notify(done)
 
     def _shown(self, snapshot: SnapshotEvent) -> None:
         self._draw()

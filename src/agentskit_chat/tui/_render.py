@@ -20,6 +20,7 @@ from rich.console import Console, Group, RenderableType
 from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.progress_bar import ProgressBar
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
@@ -95,6 +96,14 @@ class ChoicePrompt:
         """The list's instance id."""
         return self.frame.instance_id
 
+    def caption(self, index: int) -> str:
+        """How choice ``index`` reads in a picker: its label, and its description when that
+        says more (two choices may share a label)."""
+        choice = self.choices[index]
+        if choice.description and choice.description != choice.label:
+            return f"{choice.label} — {choice.description}"
+        return choice.label
+
 
 @dataclass(frozen=True, slots=True)
 class PendingConfirmation:
@@ -169,12 +178,15 @@ class _Painter:
         self.links: list[tuple[str, str]] = []
         self.choices: list[ChoicePrompt] = []
         self.labels: tuple[str, str] | None = None
+        self.last_text = ""
 
-    def link(self, title: str, href: str) -> Text:
+    def link(self, title: str, href: str, indent: str = "") -> Text:
+        """``title`` as a link, with its address on the next line (for terminals that cannot
+        open links)."""
         url = self.resolve_href(href)
         self.links.append((title, url))
-        text = Text(title, style=f"bold {self.accent} link {url}")
-        text.append(f"  {url}", style=self.muted)
+        text = Text(title, style=Style(bold=True, color=self.accent, link=url))
+        text.append(f"\n{indent}{url}", style=Style(color=self.muted, link=url))
         return text
 
     def panel(self, kind: str, *body: RenderableType) -> Panel:
@@ -253,9 +265,12 @@ class _Painter:
         options = tuple(ChoiceOption(c.id, c.label, c.description) for c in props.choices)
         self.choices.append(ChoicePrompt(message_id, frame, props.prompt, options))
         chosen = self.used_choices.get(frame.instance_id)
-        body: list[RenderableType] = [Text(props.prompt, style="bold")]
+        body: list[RenderableType] = []
+        if props.prompt.strip() != self.last_text:
+            body.append(Text(props.prompt, style="bold"))
         for number, option in enumerate(options, start=1):
-            line = Text(f"  {number}. ", style=self.accent)
+            mark = "✓" if chosen and chosen in (option.label, option.description) else " "
+            line = Text(f" {mark}{number}. ", style=self.accent)
             line.append(option.label, style="bold" if chosen is None else self.muted)
             if option.description and option.description != option.label:
                 line.append(f" — {option.description}", style=self.muted)
@@ -272,7 +287,7 @@ class _Painter:
         for number, source in enumerate(props.sources, start=1):
             line = Text(f"  [{number}] ", style=self.muted)
             if source.url:
-                line.append_text(self.link(source.title, source.url))
+                line.append_text(self.link(source.title, source.url, " " * len(line)))
             else:
                 line.append(source.title)
             body.append(line)
@@ -335,6 +350,7 @@ def render_message(
     for part in present_chat_message(message):
         if isinstance(part, PresentedText):
             if part.message.content.strip():
+                painter.last_text = part.message.content.strip()
                 parts.append(painter.markdown(part.message.content))
         elif isinstance(part, PresentedComponent):
             parts.append(painter.component(record.id, part))
