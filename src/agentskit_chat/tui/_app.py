@@ -203,6 +203,8 @@ class TerminalChatApp(App[None]):
         self._decided: set[str] = set()
         self._owner_key: str | None = None
         self._notice = ""
+        #: The status of every snapshot drawn, in order (``streaming``, ``complete``, ...).
+        self.drawn: list[str] = []
         self._mounted_once = False
         self._startup_failure: str | None = None
 
@@ -215,7 +217,7 @@ class TerminalChatApp(App[None]):
         yield Static(id="notice")
         yield ComponentPicker()
         yield Static(_IDLE_HINT, id="hint")
-        yield Input(placeholder="Ask a question…", id="prompt")
+        yield Input(placeholder="Ask a question…", id="prompt", select_on_focus=False)
         yield Footer()
 
     def on_mount(self) -> None:
@@ -450,6 +452,7 @@ class TerminalChatApp(App[None]):
                 self._notify(done)
 
     def _shown(self, snapshot: SnapshotEvent) -> None:
+        self.drawn.append(snapshot.payload.status)
         self._draw()
 
     def _draw(self) -> None:
