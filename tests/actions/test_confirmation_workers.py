@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import uuid
+from functools import partial
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -89,7 +90,7 @@ async def test_two_workers_approving_the_same_calls_run_each_exactly_once(
                 chat_definition, session_id=session_id, storage=stores.sessions
             )
             confirmation = session.create_confirmation(
-                chat=Proposer(), create_id=lambda n=number: f"{run}-{n}"
+                chat=Proposer(), create_id=partial(str.format, "{}-{}", run, number)
             )
             record = await confirmation.propose(
                 name=TOOL, input={"to": f"user{number}@example.com"}
