@@ -19,8 +19,8 @@ import subprocess
 import sys
 import time
 import uuid
-from functools import partial
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
