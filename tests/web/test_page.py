@@ -276,6 +276,7 @@ def test_every_standard_component_renders_with_its_role_and_name(
     expect(answer.get_by_role("group", name=fixtures["confirmation"]["title"])).to_be_visible()
     expect(answer.get_by_role("progressbar", name=fixtures["progress"]["label"])).to_be_visible()
     expect(answer.get_by_role("navigation", name=fixtures["source-list"]["label"])).to_be_visible()
+    expect(answer.get_by_role("list", name=fixtures["source-list"]["label"])).to_be_visible()
     expect(
         answer.get_by_role("link", name=re.compile(re.escape(fixtures["link-card"]["title"])))
     ).to_be_visible()

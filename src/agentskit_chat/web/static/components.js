@@ -272,8 +272,11 @@ function sourceList(frame) {
   const { props } = frame;
   const root = frameRoot(frame, "nav");
   root.setAttribute("aria-label", props.label);
-  root.append(el("h3", "sources-label", props.label));
+  const heading = el("h3", "sources-label", props.label);
+  heading.id = `${frame.instanceId}-label`;
+  root.append(heading);
   const list = el("ol", "sources");
+  list.setAttribute("aria-labelledby", heading.id);
   for (const source of props.sources) {
     const item = el("li");
     const href = source.url ? safeHref(source.url) : null;
