@@ -6,6 +6,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from textual.widgets import Input
 
 from agentskit_chat.protocol.fixtures.component import STANDARD_COMPONENT_FRAME_FIXTURES
 from agentskit_chat.tui import TerminalChatApp
@@ -78,7 +79,7 @@ async def test_an_ambiguous_question_is_answered_by_number_then_enter(tmp_path: 
             assert "Configuring the cache (Options reference)" in texts[-2]
             assert f"{url}/docs/reference/options#configuring-the-cache" in texts[-1]
             assert app.keyboard_owner is None
-            assert "✓2. Configuring the cache" in texts[1]
+            assert "✓2. Configuring the cache (Options reference)" in texts[1]
 
             # The used list is inert: nothing is sent again, by keys or by a direct pick.
             requests = app.client.requests if app.client else -1
@@ -279,3 +280,6 @@ async def test_an_unreachable_server_is_a_clear_notice() -> None:
         assert app.notice_is_error
         assert "Could not reach the chat server at http://127.0.0.1:9." in app.notice
         assert app.is_running
+        # The question the server never took is back in the input, ready to send again.
+        assert app.query_one("#prompt", Input).value == "hello"
+        assert app.message_texts() == []

@@ -341,7 +341,7 @@ class TerminalChatApp(App[None]):
             self._command(text)
             return
         client = self.client
-        self._start(lambda shown: client.submit(text, on_snapshot=shown))
+        self._start(lambda shown: client.submit(text, on_snapshot=shown), retype=text)
 
     def _command(self, text: str) -> None:
         assert self.client is not None
@@ -430,14 +430,17 @@ class TerminalChatApp(App[None]):
 
     # --- turns --------------------------------------------------------------------------
 
-    def _start(self, start: TurnStart, *, done: str | None = None) -> None:
+    def _start(
+        self, start: TurnStart, *, done: str | None = None, retype: str | None = None
+    ) -> None:
         self._clear_notice()
         self._own(None)
         self.query_one("#hint", Static).update(_STREAMING_HINT)
         self.query_one("#prompt", Input).focus()
-        self.run_worker(self._turn(start, done), group="turn", exit_on_error=False)
+        self.run_worker(self._turn(start, done, retype), group="turn", exit_on_error=False)
 
-    async def _turn(self, start: TurnStart, done: str | None) -> None:
+    async def _turn(self, start: TurnStart, done: str | None, retype: str | None) -> None:
+        """Run one turn; a question the server never took is put back into the input."""
         result: TurnResult | None = None
         try:
             result = await start(self._shown)
@@ -448,6 +451,10 @@ class TerminalChatApp(App[None]):
             elif result is not None and result.failure is not None:
                 failure = result.failure
                 self._notify(f"{failure.message} ({failure.code})", error=True)
+                prompt = self.query_one("#prompt", Input)
+                if retype is not None and result.accepted == 0 and not prompt.value:
+                    prompt.value = retype
+                    prompt.cursor_position = len(retype)
             elif result is not None and done is not None:
                 self._notify(done)
 

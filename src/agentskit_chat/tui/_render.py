@@ -100,9 +100,7 @@ class ChoicePrompt:
         """How choice ``index`` reads in a picker: its label, and its description when that
         says more (two choices may share a label)."""
         choice = self.choices[index]
-        if choice.description and choice.description != choice.label:
-            return f"{choice.label} — {choice.description}"
-        return choice.label
+        return _caption(choice.label, choice.description)
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,9 +269,10 @@ class _Painter:
         for number, option in enumerate(options, start=1):
             mark = "✓" if chosen and chosen in (option.label, option.description) else " "
             line = Text(f" {mark}{number}. ", style=self.accent)
-            line.append(option.label, style="bold" if chosen is None else self.muted)
-            if option.description and option.description != option.label:
-                line.append(f" — {option.description}", style=self.muted)
+            line.append(
+                _caption(option.label, option.description),
+                style="bold" if chosen is None else self.muted,
+            )
             body.append(line)
         if chosen is None:
             hint = "Pick one: Up/Down or its number, then Enter."
@@ -294,6 +293,16 @@ class _Painter:
             if source.snippet:
                 body.append(Text(f"      {source.snippet}", style=f"italic {self.muted}"))
         return self.panel("sources", *body)
+
+
+def _caption(label: str, description: str | None) -> str:
+    """A choice as one line: the label, and the description when it says more (a description
+    that starts with the label stands alone)."""
+    if not description or description == label:
+        return label
+    if description.startswith(label):
+        return description
+    return f"{label} — {description}"
 
 
 def _compact(value: object) -> str:
