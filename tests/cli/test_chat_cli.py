@@ -186,3 +186,12 @@ def test_chat_docs_dir_serves_the_folder_in_process_and_ctrl_c_exits_0(tmp_path:
     with terminal([CLI, "chat", "docs"], tmp_path) as screen:
         converse(screen)
         assert screen.exit_code() == 0
+
+
+def test_a_folder_whose_assistant_cannot_start_says_why_and_exits_1(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with terminal([CLI, "chat", "empty"], tmp_path) as screen:
+        screen.wait_for("The docs assistant did not start: empty: no Markdown files")
+        screen.wait_for("Press Ctrl+C to quit.")
+        screen.type(b"\x03")
+        assert screen.exit_code() == 1

@@ -287,7 +287,10 @@ class TerminalChatApp(App[None]):
         if not self._mounted_once:
             self._startup_failure = message
             return
+        self._startup_failure = message
         self.query_one("#prompt", Input).disabled = True
+        self.query_one("#welcome", Static).update("Nothing to chat with. Press Ctrl+C to quit.")
+        self.query_one("#hint", Static).update("")
         self.sub_title = "not connected"
         self._notify(message, error=True)
 
@@ -540,7 +543,8 @@ class TerminalChatApp(App[None]):
             self.client.stop()
 
     def action_quit_chat(self) -> None:
-        """Quit cleanly: the running turn is stopped and the exit status is 0."""
+        """Quit cleanly: the running turn is stopped and the exit status is 0 (1 when the
+        server never started)."""
         if self.client is not None:
             self.client.stop()
-        self.exit(return_code=0)
+        self.exit(return_code=0 if self._startup_failure is None else 1)
