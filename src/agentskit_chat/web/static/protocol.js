@@ -133,6 +133,33 @@ function isFallback(value) {
   );
 }
 
+/** The bounded JSON rule of props: at most 1,000 nodes, depth 20, strings 16,384 units. */
+export function isBoundedJson(root) {
+  let nodes = 0;
+  const walk = (value, depth) => {
+    nodes += 1;
+    if (nodes > 1000 || depth > 20) return false;
+    if (value === null || typeof value === "boolean") return true;
+    if (typeof value === "string") return value.length <= 16384;
+    if (typeof value === "number") return Number.isFinite(value);
+    if (Array.isArray(value)) {
+      if (value.length > 1000) return false;
+      return value.every((item) => walk(item, depth + 1));
+    }
+    if (isObject(value)) {
+      const keys = Object.keys(value);
+      if (keys.length > 1000 || keys.some((key) => key.length > 256)) return false;
+      return keys.every((key) => walk(value[key], depth + 1));
+    }
+    return false;
+  };
+  try {
+    return walk(root, 0);
+  } catch {
+    return false;
+  }
+}
+
 /** A render frame envelope (structure only: the component's own props are checked later). */
 export function isRenderFrame(frame) {
   return (
@@ -144,13 +171,101 @@ export function isRenderFrame(frame) {
     COMPONENT_KEY.test(frame.componentKey) &&
     isSafeId(frame.instanceId) &&
     Object.prototype.hasOwnProperty.call(frame, "props") &&
+    isBoundedJson(frame.props) &&
     isFallback(frame.fallback)
   );
 }
 
+const INVALID_ENVELOPE = "Assistant content envelope is invalid.";
+
+function failed(code, message) {
+  return { ok: false, code, message };
+}
+
+// JSON text of one record: surrounding JSON white space (space, tab, CR) is allowed.
+function parseRecord(record) {
+  if (/^[ \t\r]*$/.test(record)) return undefined;
+  try {
+    return JSON.parse(record);
+  } catch {
+    return undefined;
+  }
+}
+
+function decodePart(part) {
+  if (!isObject(part)) return null;
+  if (part.kind === "text") {
+    if (typeof part.text !== "string" || part.text.length < 1 || part.text.length > 16384) {
+      return null;
+    }
+    return { kind: "text", text: part.text };
+  }
+  if (part.kind === "component" && isRenderFrame(part.frame)) {
+    const { protocol, version, type, componentKey, instanceId, props, fallback } = part.frame;
+    return {
+      kind: "component",
+      frame: {
+        protocol,
+        version,
+        type,
+        componentKey,
+        instanceId,
+        props,
+        fallback: { kind: fallback.kind, summary: fallback.summary },
+      },
+    };
+  }
+  return null;
+}
+
+/**
+ * Ordered assistant content (`agentskit.chat.content/1`), decoded as the protocol says:
+ * `{ok: true, parts, complete}` or `{ok: false, code, message}`.
+ */
+export function decodeAssistantContent(content) {
+  if (typeof content !== "string" || !content.startsWith("\u001e")) {
+    return failed("ASSISTANT_CONTENT_INVALID_RECORD", INVALID_ENVELOPE);
+  }
+  if (!content.startsWith(CONTENT_ROOT)) {
+    if (CONTENT_ROOT.startsWith(content)) return { ok: true, parts: [], complete: false };
+    return failed("ASSISTANT_CONTENT_INVALID_RECORD", INVALID_ENVELOPE);
+  }
+  if (CONTENT_PREFIX.startsWith(content)) return { ok: true, parts: [], complete: false };
+  if (!content.startsWith(CONTENT_PREFIX)) {
+    return failed(
+      "ASSISTANT_CONTENT_UNSUPPORTED_VERSION",
+      "Assistant content envelope uses an unsupported version.",
+    );
+  }
+  if (new TextEncoder().encode(content).length > CONTENT_MAX_BYTES) {
+    return failed(
+      "ASSISTANT_CONTENT_LIMIT_EXCEEDED",
+      "Assistant content envelope exceeds its safety limit.",
+    );
+  }
+  const payload = content.slice(CONTENT_PREFIX.length);
+  const records = payload.split("\n");
+  records.pop(); // the empty string after the last LF, or an incomplete record
+  if (records.length > CONTENT_MAX_RECORDS) {
+    return failed(
+      "ASSISTANT_CONTENT_LIMIT_EXCEEDED",
+      "Assistant content envelope exceeds its record limit.",
+    );
+  }
+  const parts = [];
+  for (const record of records) {
+    const part = record === "" ? null : decodePart(parseRecord(record));
+    if (part === null) {
+      return failed("ASSISTANT_CONTENT_INVALID_RECORD", "Assistant content record is invalid.");
+    }
+    parts.push(part);
+  }
+  return { ok: true, parts, complete: payload.endsWith("\n") };
+}
+
 /**
  * The parts of an assistant message: `{parts, complete}`, or `{invalid: true}` when the
- * content is an envelope that cannot be read. Plain text is one text part.
+ * content is an envelope (or a frame) that cannot be read. Plain text is one text part.
  */
 export function decodeContent(content) {
   if (!content.startsWith("\u001e")) {
@@ -159,33 +274,8 @@ export function decodeContent(content) {
     if (frame !== null) return { parts: [{ kind: "component", frame }], complete: true };
     return { parts: content ? [{ kind: "text", text: content }] : [], complete: true };
   }
-  if (!content.startsWith(CONTENT_ROOT)) {
-    return CONTENT_ROOT.startsWith(content) ? { parts: [], complete: false } : { invalid: true };
-  }
-  if (CONTENT_PREFIX.startsWith(content)) return { parts: [], complete: false };
-  if (!content.startsWith(CONTENT_PREFIX)) return { invalid: true };
-  if (new TextEncoder().encode(content).length > CONTENT_MAX_BYTES) return { invalid: true };
-  const records = content.slice(CONTENT_PREFIX.length).split("\n");
-  records.pop(); // the empty string after the last LF, or an incomplete record
-  if (records.length > CONTENT_MAX_RECORDS) return { invalid: true };
-  const parts = [];
-  for (const record of records) {
-    let part;
-    try {
-      part = JSON.parse(record);
-    } catch {
-      return { invalid: true };
-    }
-    if (isObject(part) && part.kind === "text" && typeof part.text === "string") {
-      if (part.text.length < 1 || part.text.length > 16384) return { invalid: true };
-      parts.push({ kind: "text", text: part.text });
-    } else if (isObject(part) && part.kind === "component" && isRenderFrame(part.frame)) {
-      parts.push({ kind: "component", frame: part.frame });
-    } else {
-      return { invalid: true };
-    }
-  }
-  return { parts, complete: content.endsWith("\n") };
+  const decoded = decodeAssistantContent(content);
+  return decoded.ok ? decoded : { invalid: true };
 }
 
 // A message whose whole content is one component frame (JSON): the frame, `false` when it is
