@@ -167,7 +167,7 @@ class ChatTurnClient:
         http: httpx.AsyncClient | None = None,
         busy_wait_s: float = 5.0,
     ) -> None:
-        require_extra("The terminal chat client", "server", "httpx")
+        require_extra("The terminal chat client", "tui", "httpx")
         import httpx  # noqa: PLC0415 - the server extra is optional
 
         if not base_url.startswith(("http://", "https://")):

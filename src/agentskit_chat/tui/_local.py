@@ -66,7 +66,7 @@ async def local_docs_server(
         ImportError: uvicorn or httpx is missing (names the ``server`` extra).
         RuntimeError: the server did not start.
     """
-    require_extra("The terminal chat of a docs folder", "server", "uvicorn", "httpx")
+    require_extra("The terminal chat of a docs folder", "tui", "uvicorn", "httpx")
     import uvicorn  # noqa: PLC0415 - the server extra is optional
 
     folder = Path(docs_dir)

@@ -50,7 +50,7 @@ async def run_terminal_chat(
     if (url is None) == (docs_dir is None):
         raise ConfigurationError("give either a server URL or a docs folder, not both")
     require_extra("The terminal chat", "tui", "textual")
-    require_extra("The terminal chat", "server", "httpx", "uvicorn")
+    require_extra("The terminal chat", "tui", "httpx", "uvicorn")
     from ._app import TerminalChatApp  # noqa: PLC0415 - the tui extra is optional
 
     if url is not None:
