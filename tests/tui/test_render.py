@@ -196,3 +196,11 @@ def test_any_assistant_content_is_drawn_without_raising(content: str) -> None:
     for text in (content, "\x1eagentskit.chat.content/1\n" + content):
         rendered = render_message(record("assistant", text))
         assert isinstance(plain_text(rendered.renderable), str)
+
+
+def test_raw_html_in_an_answer_is_shown_as_the_text_it_is() -> None:
+    text = "Write it as <alias> (<page title>); <script>alert(1)</script> stays **text**."
+    drawn = shown(record("assistant", text))
+    assert "<alias> (<page title>)" in drawn
+    assert "<script>alert(1)</script>" in drawn
+    assert "**" not in drawn  # Markdown still renders

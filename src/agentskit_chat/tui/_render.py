@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from rich.console import Console, Group, RenderableType
+from markdown_it import MarkdownIt
 from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.progress_bar import ProgressBar
@@ -64,6 +65,16 @@ CHOICE_METADATA_KEY: Final = "agentskit.chat.choice"
 #: Markdown inline links whose target is site-relative: ``[text](/docs/page)``.
 _RELATIVE_LINK: Final = re.compile(r"\]\((/(?!/)[^)\s]*)\)")
 _STREAMING_MARK: Final = "▍"
+
+
+class _TextMarkdown(Markdown):
+    """Rich's Markdown with raw HTML kept as the text it is (Rich would drop ``<tags>``)."""
+
+    def __init__(self, markup: str, *, hyperlinks: bool) -> None:
+        super().__init__("", hyperlinks=hyperlinks)
+        self.markup = markup
+        parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
+        self.parsed = parser.parse(markup)
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +212,7 @@ class _Painter:
 
     def markdown(self, text: str) -> Markdown:
         absolute = _RELATIVE_LINK.sub(lambda m: f"]({self.resolve_href(m.group(1))})", text)
-        return Markdown(absolute, hyperlinks=True)
+        return _TextMarkdown(absolute, hyperlinks=True)
 
     # --- one renderer per standard component ---------------------------------------------------
 
