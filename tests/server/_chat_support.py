@@ -26,6 +26,28 @@ from tests.conversation._support import Clock
 
 JSON: Final = {"content-type": "application/json"}
 
+#: A choice list whose first choice proposes the confirmation-gated ``create-support-ticket``
+#: action (the seed docs' support-ticket flow); the chat, web and terminal tests share it.
+SUPPORT_OFFER_FRAME: Final[dict[str, Any]] = {
+    "protocol": "agentskit.chat.component",
+    "version": 1,
+    "type": "render",
+    "componentKey": "choice-list",
+    "instanceId": "support-offer",
+    "props": {
+        "prompt": "Would you like a specialist to follow up?",
+        "choices": [
+            {
+                "id": "ticket",
+                "label": "Open support ticket",
+                "action": {"name": "create-support-ticket", "input": {"topic": "billing"}},
+            },
+            {"id": "chat", "label": "Keep chatting"},
+        ],
+    },
+    "fallback": {"kind": "choice-list", "summary": "Open a ticket or keep chatting."},
+}
+
 
 class EchoSource:
     """``Echo: <last user message>``, after waiting for ``gate`` when one is given."""

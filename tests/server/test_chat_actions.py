@@ -23,32 +23,14 @@ from agentskit_chat.runtime import (
     InMemoryChatMemory,
     ToolAuthorization,
 )
-from tests.server._chat_support import JSON, Harness, lines, submit
+from tests.server._chat_support import JSON, SUPPORT_OFFER_FRAME, Harness, lines, submit
 from tests.service._support import serve
 
 pytestmark = pytest.mark.anyio
 
 AT = datetime(2026, 7, 11, tzinfo=UTC)
 TICKET_INPUT: dict[str, Any] = {"topic": "billing"}
-FRAME: dict[str, Any] = {
-    "protocol": "agentskit.chat.component",
-    "version": 1,
-    "type": "render",
-    "componentKey": "choice-list",
-    "instanceId": "support-offer",
-    "props": {
-        "prompt": "Would you like a specialist to follow up?",
-        "choices": [
-            {
-                "id": "ticket",
-                "label": "Open support ticket",
-                "action": {"name": "create-support-ticket", "input": TICKET_INPUT},
-            },
-            {"id": "chat", "label": "Keep chatting"},
-        ],
-    },
-    "fallback": {"kind": "choice-list", "summary": "Open a ticket or keep chatting."},
-}
+FRAME: dict[str, Any] = SUPPORT_OFFER_FRAME
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import anyio
 from textual.pilot import Pilot
@@ -22,7 +22,7 @@ from agentskit_chat.server import create_docs_assistant_app
 from agentskit_chat.storage import open_chat_stores
 from agentskit_chat.tui import TerminalChatApp
 from tests.assistant._support import clock, serve, write_docs
-from tests.server._chat_support import Harness
+from tests.server._chat_support import SUPPORT_OFFER_FRAME, Harness
 
 AT = datetime(2026, 7, 11, tzinfo=UTC)
 #: An exact question of the test docs, its answer's first sentence and its one source.
@@ -83,26 +83,7 @@ def joined(app: TerminalChatApp) -> str:
     return "\n".join(app.message_texts())
 
 
-#: A choice list whose first choice proposes a confirmation-gated action.
-ACTION_FRAME: dict[str, Any] = {
-    "protocol": "agentskit.chat.component",
-    "version": 1,
-    "type": "render",
-    "componentKey": "choice-list",
-    "instanceId": "support-offer",
-    "props": {
-        "prompt": "Would you like a specialist to follow up?",
-        "choices": [
-            {
-                "id": "ticket",
-                "label": "Open support ticket",
-                "action": {"name": "create-support-ticket", "input": {"topic": "billing"}},
-            },
-            {"id": "chat", "label": "Keep chatting"},
-        ],
-    },
-    "fallback": {"kind": "choice-list", "summary": "Open a ticket or keep chatting."},
-}
+ACTION_FRAME: Final = SUPPORT_OFFER_FRAME
 
 
 class TicketService:

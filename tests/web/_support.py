@@ -36,6 +36,7 @@ from agentskit_chat.runtime import (
     ToolAuthorization,
 )
 from agentskit_chat.server import create_chat_app, create_chat_page_app
+from tests.server._chat_support import SUPPORT_OFFER_FRAME
 
 #: The flags every Chromium start gets (this machine's network is closed: no background calls).
 CHROMIUM_ARGS: Final = (
@@ -95,25 +96,7 @@ UNKNOWN_FRAME: Final = {
     "props": {"series": [1, 2, 3]},
     "fallback": {"kind": "chart", "summary": "Revenue rose 12%."},
 }
-TICKET_FRAME: Final = {
-    "protocol": "agentskit.chat.component",
-    "version": 1,
-    "type": "render",
-    "componentKey": "choice-list",
-    "instanceId": "support-offer",
-    "props": {
-        "prompt": "Would you like a specialist to follow up?",
-        "choices": [
-            {
-                "id": "ticket",
-                "label": "Open a support ticket",
-                "action": {"name": "create-support-ticket", "input": {"topic": "billing"}},
-            },
-            {"id": "chat", "label": "Keep chatting"},
-        ],
-    },
-    "fallback": {"kind": "choice-list", "summary": "Open a ticket or keep chatting."},
-}
+TICKET_FRAME: Final = SUPPORT_OFFER_FRAME
 INJECTION: Final = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
 
 

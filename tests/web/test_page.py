@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, expect, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Page, expect
 
 from agentskit_chat.assistant import create_docs_assistant
 from agentskit_chat.protocol.fixtures.component import STANDARD_COMPONENT_FRAME_FIXTURES
@@ -22,10 +22,8 @@ from tests.assistant._support import clock, write_docs
 from tests.web._support import (
     ARTIFACTS,
     AXE,
-    CHROMIUM_ARGS,
     INJECTION,
     Lab,
-    chromium_path,
     lab_app,
     serving,
 )
@@ -34,17 +32,6 @@ README_SHOT = Path(__file__).parents[2] / "docs" / "images" / "chat-page.png"
 EXACT = "Setup guide"
 AMBIGUOUS = "Configuring the cache"
 BACKEND = "How do I see every render in the log?"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    path = chromium_path()
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=path, args=list(CHROMIUM_ARGS))
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 @pytest.fixture(scope="module")
@@ -372,7 +359,7 @@ def test_a_gated_action_waits_for_approval_and_runs_once(
 ) -> None:
     page = open_page(watched, lab_url)
     ask(page, "support")
-    page.get_by_role("button", name=re.compile("Open a support ticket")).click()
+    page.get_by_role("button", name=re.compile("Open support ticket")).click()
     expect(page.locator("#send")).to_be_visible()
     confirm = page.locator("fieldset.confirm")
     expect(confirm).to_contain_text("create-support-ticket")

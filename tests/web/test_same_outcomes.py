@@ -9,20 +9,17 @@ chosen choice included), answers that start with the same words, and the same ci
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
-import pytest
-from playwright.sync_api import Browser, expect, sync_playwright
+from playwright.sync_api import Browser, expect
 
 from agentskit_chat.tui import TerminalChatApp
 from tests.tui._support import ask as tui_ask
 from tests.tui._support import docs_server, flat, idle, until
-from tests.web._support import CHROMIUM_ARGS, chromium_path
 
 STEPS = ("Setup guide", "Configuring the cache", 1, "How do I see every render in the log?")
 WORDS = 6
@@ -41,17 +38,6 @@ def _pages(hrefs: list[str]) -> frozenset[str]:
     return frozenset(
         urlsplit(href).path for href in hrefs if urlsplit(href).path.startswith("/docs")
     )
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    path = chromium_path()
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=path, args=list(CHROMIUM_ARGS))
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 def _serve_in_thread(root: Path, run: Any) -> Any:
