@@ -75,11 +75,7 @@ def agent_tool_names(agent: AbstractAgent[Any, Any], *, answer_commit: bool) -> 
     Toolsets that only know their tools during a run (MCP servers, dynamic toolsets) are not
     listed; pydantic-ai refuses a clash with one of them when the run starts.
     """
-    try:
-        toolsets: Sequence[AbstractToolset[Any]] = agent.toolsets
-    except NotImplementedError:
-        toolsets = ()
-    names = {name for toolset in toolsets for name in _function_tool_names(toolset)}
+    names = {name for toolset in agent.toolsets for name in _function_tool_names(toolset)}
     if answer_commit:
         names.add(ANSWER_COMMIT_TOOL_NAME)
     return frozenset(names)
