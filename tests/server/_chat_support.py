@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import anyio
 
 from agentskit_chat.conversation import ChatDefinition, InMemorySessionStorage, define_chat
+from agentskit_chat.protocol import create_assistant_content_encoder
 from agentskit_chat.runtime import (
     AdapterCapabilities,
     AdapterRequest,
@@ -19,6 +21,7 @@ from agentskit_chat.runtime import (
     ChatTool,
     InMemoryChatMemory,
     StreamChunk,
+    ToolAuthorization,
     ToolAuthorizer,
 )
 from agentskit_chat.server import create_chat_app
@@ -211,3 +214,60 @@ class Harness:
         """The session's stored snapshot, parsed."""
         data = self.storage._data[session_id]
         return dict(json.loads(data))
+
+
+# --- the support-ticket flow ---------------------------------------------------------------------
+
+#: When the seeded support conversation happened.
+SEEDED_AT: Final = datetime(2026, 7, 11, tzinfo=UTC)
+
+
+class TicketService:
+    """The injected service behind ``create-support-ticket``: records every ticket it creates."""
+
+    def __init__(self) -> None:
+        self.created: list[dict[str, Any]] = []
+
+    async def __call__(self, args: Mapping[str, Any]) -> str:
+        self.created.append(dict(args))
+        return f"SUP-{len(self.created)}"
+
+
+def support_ticket_tool(execute: Any) -> ChatTool:
+    """``create-support-ticket {topic}``, run by ``execute`` once a human approves each call."""
+    return ChatTool(
+        name="create-support-ticket",
+        parameters={
+            "type": "object",
+            "properties": {"topic": {"type": "string"}},
+            "required": ["topic"],
+            "additionalProperties": False,
+        },
+        execute=execute,
+        requires_confirmation=True,
+    )
+
+
+def seeded(harness: Harness, *frames: Mapping[str, Any], session_id: str = "session-1") -> None:
+    """Store a conversation whose answer shows ``frames`` (in one ordered-content message)."""
+    encoder = create_assistant_content_encoder()
+    content = "".join(encoder.encode({"kind": "component", "frame": f}) for f in frames)
+    harness.memories.by_session[session_id] = InMemoryChatMemory(
+        [
+            ChatMessage(id="u1", role="user", content="/support", created_at=SEEDED_AT),
+            ChatMessage(id="m1", role="assistant", content=content, created_at=SEEDED_AT),
+        ]
+    )
+
+
+def ticket_harness(service: TicketService, *, allow: bool = True) -> Harness:
+    """A chat app whose assistant offered the support ticket, its tool behind a confirmation
+    and an authorizer that allows it (or refuses it with ``missing-capability``)."""
+
+    def authorize(call: Any, context: Any) -> ToolAuthorization:
+        return ToolAuthorization(allow, None if allow else "missing-capability")
+
+    harness = Harness()
+    harness.fields.update(tools=(support_ticket_tool(service),), authorize=authorize)
+    seeded(harness, SUPPORT_OFFER_FRAME)
+    return harness

@@ -9,21 +9,20 @@ chat's authorizer decides whether it may be proposed and run.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import pytest
 
-from agentskit_chat.protocol import create_assistant_content_encoder
-from agentskit_chat.runtime import (
-    ChatMessage,
-    ChatTool,
-    InMemoryChatMemory,
-    ToolAuthorization,
+from tests.server._chat_support import (
+    JSON,
+    SUPPORT_OFFER_FRAME,
+    TicketService,
+    lines,
+    submit,
+    ticket_harness,
 )
-from tests.server._chat_support import JSON, SUPPORT_OFFER_FRAME, Harness, lines, submit
 from tests.service._support import serve
 
 pytestmark = pytest.mark.anyio
@@ -36,44 +35,6 @@ FRAME: dict[str, Any] = SUPPORT_OFFER_FRAME
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-class TicketService:
-    """The injected service: records every ticket it creates."""
-
-    def __init__(self) -> None:
-        self.created: list[dict[str, Any]] = []
-
-    async def __call__(self, args: Mapping[str, Any]) -> str:
-        self.created.append(dict(args))
-        return f"SUP-{len(self.created)}"
-
-
-def harness_with(service: TicketService, *, allow: bool = True) -> Harness:
-    def authorize(call: Any, context: Any) -> ToolAuthorization:
-        return ToolAuthorization(allow, None if allow else "missing-capability")
-
-    tool = ChatTool(
-        name="create-support-ticket",
-        parameters={
-            "type": "object",
-            "properties": {"topic": {"type": "string"}},
-            "required": ["topic"],
-            "additionalProperties": False,
-        },
-        execute=service,
-        requires_confirmation=True,
-    )
-    harness = Harness()
-    harness.fields.update(tools=(tool,), authorize=authorize)
-    content = create_assistant_content_encoder().encode({"kind": "component", "frame": FRAME})
-    harness.memories.by_session["session-1"] = InMemoryChatMemory(
-        [
-            ChatMessage(id="u1", role="user", content="/support", created_at=AT),
-            ChatMessage(id="m1", role="assistant", content=content, created_at=AT),
-        ]
-    )
-    return harness
 
 
 def select(choice_id: str, instance_id: str = "support-offer") -> dict[str, Any]:
@@ -110,7 +71,7 @@ def calls_of(response: httpx.Response) -> list[dict[str, Any]]:
 
 async def test_an_actionable_choice_proposes_and_only_approval_runs_the_service_once() -> None:
     service = TicketService()
-    harness = harness_with(service)
+    harness = ticket_harness(service)
     async with serve(harness.app()) as url:
         proposed = await post(
             url, submit(turn_id="t1", text="Open support ticket", payload=select("ticket"))
@@ -151,7 +112,7 @@ async def test_an_actionable_choice_proposes_and_only_approval_runs_the_service_
 
 async def test_a_rejected_action_never_runs() -> None:
     service = TicketService()
-    harness = harness_with(service)
+    harness = ticket_harness(service)
     async with serve(harness.app()) as url:
         proposed = await post(url, submit(turn_id="t1", text="Open", payload=select("ticket")))
         (call,) = calls_of(proposed)
@@ -173,7 +134,7 @@ async def test_a_rejected_action_never_runs() -> None:
 
 async def test_a_denied_proposal_is_a_diagnostic_and_records_nothing() -> None:
     service = TicketService()
-    harness = harness_with(service, allow=False)
+    harness = ticket_harness(service, allow=False)
     async with serve(harness.app()) as url:
         refused = await post(url, submit(turn_id="t1", text="Open", payload=select("ticket")))
     assert refused.status_code == 200
@@ -187,7 +148,7 @@ async def test_a_denied_proposal_is_a_diagnostic_and_records_nothing() -> None:
 
 async def test_a_choice_without_an_action_or_a_frame_never_shown_proposes_nothing() -> None:
     service = TicketService()
-    harness = harness_with(service)
+    harness = ticket_harness(service)
     async with serve(harness.app()) as url:
         plain = await post(url, submit(turn_id="t1", text="Keep chatting", payload=select("chat")))
         forged = await post(
@@ -211,7 +172,7 @@ async def test_a_choice_without_an_action_or_a_frame_never_shown_proposes_nothin
     ],
 )
 async def test_an_invalid_confirmation_payload_is_a_bad_request(confirmation: object) -> None:
-    harness = harness_with(TicketService())
+    harness = ticket_harness(TicketService())
     async with serve(harness.app()) as url:
         response = await post(url, submit(payload={"confirmation": confirmation}))
     assert response.status_code == 400
@@ -220,7 +181,7 @@ async def test_an_invalid_confirmation_payload_is_a_bad_request(confirmation: ob
 
 
 async def test_a_decision_on_an_unknown_call_is_unavailable() -> None:
-    harness = harness_with(TicketService())
+    harness = ticket_harness(TicketService())
     async with serve(harness.app()) as url:
         response = await post(url, submit(payload=decide("app-unknown", "approve")))
     assert response.status_code == 409

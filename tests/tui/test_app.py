@@ -12,20 +12,17 @@ from agentskit_chat.protocol.fixtures.component import STANDARD_COMPONENT_FRAME_
 from agentskit_chat.tui import TerminalChatApp
 from agentskit_chat.tui._render import ChoicePrompt, PendingConfirmation
 from tests.assistant._support import serve
-from tests.server._chat_support import EchoAdapter, Harness
+from tests.server._chat_support import EchoAdapter, Harness, TicketService, seeded, ticket_harness
 from tests.tui._support import (
     AMBIGUOUS_QUESTION,
     BACKEND_QUESTION,
     EXACT_ANSWER,
     EXACT_QUESTION,
-    TicketService,
     ask,
     docs_server,
     flat,
     idle,
     joined,
-    seeded,
-    ticket_harness,
     until,
 )
 

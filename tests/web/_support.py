@@ -30,13 +30,12 @@ from agentskit_chat.runtime import (
     AdapterRequest,
     ChatConfig,
     ChatSource,
-    ChatTool,
     InMemoryChatMemory,
     StreamChunk,
     ToolAuthorization,
 )
 from agentskit_chat.server import create_chat_app, create_chat_page_app
-from tests.server._chat_support import SUPPORT_OFFER_FRAME
+from tests.server._chat_support import SUPPORT_OFFER_FRAME, support_ticket_tool
 
 #: The flags every Chromium start gets (this machine's network is closed: no background calls).
 CHROMIUM_ARGS: Final = (
@@ -170,17 +169,7 @@ class Lab:
 
 def lab_app(lab: Lab) -> Starlette:
     """The page, its files and a chat handler over in-memory stores, for ``lab``'s model."""
-    tool = ChatTool(
-        name="create-support-ticket",
-        parameters={
-            "type": "object",
-            "properties": {"topic": {"type": "string"}},
-            "required": ["topic"],
-            "additionalProperties": False,
-        },
-        execute=lab.create_ticket,
-        requires_confirmation=True,
-    )
+    tool = support_ticket_tool(lab.create_ticket)
 
     def authorize(call: Any, context: Any) -> ToolAuthorization:
         return ToolAuthorization(True)
