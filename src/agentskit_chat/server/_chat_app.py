@@ -230,11 +230,6 @@ def _selection(candidate: object) -> ComponentSelectEvent | Literal[False] | Non
     return False if event is None else event
 
 
-def _has_selection(candidate: object) -> bool:
-    payload = candidate.get("payload") if isinstance(candidate, Mapping) else None
-    return isinstance(payload, Mapping) and "selection" in payload
-
-
 def _lineage(session: ChatSession, kind: str, source_message_id: str) -> Mapping[str, str]:
     """``{operation, parentTurnId, sourceMessageId}``: the parent is the session's last
     finished turn. Without one (or with a message id that is not a safe id) no lineage can be
@@ -743,11 +738,10 @@ class ChatApp:
             messages = loaded or tuple(definition.chat.initial_messages)
             decision = confirmation_decision(candidate)
             requested = turn_operation(candidate)
-            if (
-                decision is False
-                or requested is False
-                or (requested is not None and (decision is not None or _has_selection(candidate)))
-            ):
+            mixed = requested is not None and (
+                decision is not None or _selection(candidate) is not None
+            )
+            if decision is False or requested is False or mixed:
                 raise _refusal(400, "REQUEST_INVALID_EVENT", _INVALID_EVENT)
             action: tuple[str, ChoiceAction] | None = None
             reservation: _Choice | None = None

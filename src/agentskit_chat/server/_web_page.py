@@ -97,11 +97,10 @@ def render_components_json(manifest: ComponentManifest) -> str:
     """``{key: {"schema": <props JSON Schema>, "events": [...]}}`` for every registered key."""
     catalog = {
         key: {
-            "schema": definition.props_schema.model_json_schema(),
-            "events": [event.name for event in definition.events],
+            "schema": manifest[key].props_schema.model_json_schema(),
+            "events": [event.name for event in manifest[key].events],
         }
         for key in manifest
-        for definition in (manifest[key],)
     }
     return json.dumps(catalog, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
