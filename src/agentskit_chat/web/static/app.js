@@ -10,7 +10,7 @@ import {
   submitEvent,
 } from "./protocol.js";
 import { loadCatalog, renderFrame, resolves } from "./components.js";
-import { renderMarkdown, safeHref } from "./markdown.js";
+import { el, renderMarkdown, safeHref } from "./markdown.js";
 
 const ENDPOINT = "/api/chat";
 const SESSION_KEY = "agentskit.chat.session";
@@ -74,13 +74,6 @@ function setStreaming(on) {
 }
 
 // --- rendering ------------------------------------------------------------------------------
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 function control(label, onClick, className = "link-button") {
   const node = el("button", className, label);

@@ -2,7 +2,7 @@
 // against its props schema (served by the page's own server from the Python models) before it
 // is drawn. Anything else, or props that do not validate, is shown as its semantic fallback.
 import { fallbackText, isSafeId } from "./protocol.js";
-import { externalLink, safeHref } from "./markdown.js";
+import { el, externalLink, safeHref } from "./markdown.js";
 
 let catalog = null;
 
@@ -129,13 +129,6 @@ export function resolves(frame) {
 }
 
 // --- renderers ------------------------------------------------------------------------------
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
 
 function button(label, className, onClick, disabled) {
   const node = el("button", className, label);

@@ -31,9 +31,11 @@ export function externalLink(anchor, href) {
   }
 }
 
-function el(tag, className) {
+/** A new element; its text (when given) is set as text, never parsed. */
+export function el(tag, className, text) {
   const node = document.createElement(tag);
   if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
   return node;
 }
 
