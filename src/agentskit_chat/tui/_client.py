@@ -28,6 +28,7 @@ from agentskit_chat.protocol import (
     TurnSnapshotCursor,
     decode_turn_event,
 )
+from agentskit_chat.runtime._messages import format_message_timestamp
 
 if TYPE_CHECKING:
     import httpx
@@ -108,8 +109,7 @@ def _new_id() -> str:
 
 
 def _now() -> str:
-    moment = datetime.now(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return format_message_timestamp(datetime.now(UTC))
 
 
 def _error_body(status: int, body: bytes) -> TurnFailure:
