@@ -69,6 +69,7 @@ from ._chat_actions import (
     choice_action,
     confirmation_decision,
 )
+from ._chat_approvals import decision_operation, record_waiting_calls
 from ._chat_operations import OPERATION_UNAVAILABLE_MESSAGE, operation_target, turn_operation
 
 __all__ = [
@@ -470,6 +471,8 @@ class _Turn:
                 # session (compare-and-set) first proves no other worker took the lease over.
                 with anyio.fail_after(bound):
                     await self.session.persist()
+                    # Each call left waiting for a human gets a record any worker can decide.
+                    await record_waiting_calls(self.session, state.messages)
         except BaseException:
             self._settle_choice(state, lost=True)
             await self._app.close_memory(self._memory)
@@ -772,15 +775,9 @@ class ChatApp:
                     )
                 lineage = _lineage(session, target.kind, target.source_message_id)
             elif decision is not None:
-                confirmation = session.create_confirmation(chat=controller)
-                record = confirmation.get_by_tool_call(decision.tool_call_id)
-                if record is None or record.status != "pending":
+                operation = decision_operation(session, controller, decision)
+                if operation is None:
                     raise _unavailable()
-                token = record.token
-                if decision.decision == "approve":
-                    operation = partial(confirmation.approve, token, session_id)
-                else:
-                    operation = partial(confirmation.reject, token, session_id, decision.reason)
             elif action is not None:
                 suffix, chosen = action
                 confirmation = session.create_confirmation(
