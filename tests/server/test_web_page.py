@@ -37,17 +37,20 @@ async def assistant(tmp_path: Path) -> AsyncIterator[DocsAssistant]:
 async def test_the_page_and_every_file_are_served_with_their_type_and_policy(
     assistant: DocsAssistant,
 ) -> None:
-    names = sorted(ASSET_NAMES)
+    # index.html is the page's template: it is served, filled in, at / only.
+    names = sorted(ASSET_NAMES - {"index.html"})
     assert "app.js" in names and "vendor/marked.esm.js" in names
     async with (
         serve(create_docs_assistant_app(assistant)) as url,
         httpx.AsyncClient(base_url=url) as client,
     ):
         page = await client.get("/")
+        template = await client.get("/static/index.html")
         files = {name: await client.get(f"/static/{name}") for name in names}
         head = await client.head("/static/app.js")
         post = await client.post("/static/app.js")
-    assert page.status_code == 200
+    assert page.status_code == 200 and template.status_code == 404
+    assert "{{" not in page.text and "<title>Docs assistant</title>" in page.text
     assert page.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
     assert page.headers["x-content-type-options"] == "nosniff"
     assert page.headers["referrer-policy"] == "no-referrer"

@@ -89,7 +89,7 @@ def open_page(watched: Watched, url: str) -> Page:
 
 
 def ask(page: Page, text: str) -> None:
-    page.get_by_label("Your question").fill(text)
+    page.get_by_label("Your message").fill(text)
     page.locator("#send").click()
     expect(page.locator("#send")).to_be_visible()  # the turn finished
 
@@ -299,7 +299,7 @@ def test_stop_ends_a_streaming_answer_and_the_next_question_works(
     watched: Watched, lab_url: str, lab: Lab
 ) -> None:
     page = open_page(watched, lab_url)
-    page.get_by_label("Your question").fill("slow")
+    page.get_by_label("Your message").fill("slow")
     page.locator("#send").click()
     answer = assistant_messages(page).last
     expect(answer).to_contain_text("part 1")
@@ -318,7 +318,7 @@ def test_stop_ends_a_streaming_answer_and_the_next_question_works(
         re.compile("Echo: after the stop")
     )
     # Esc stops too, from anywhere on the page.
-    page.get_by_label("Your question").fill("slow")
+    page.get_by_label("Your message").fill("slow")
     page.locator("#send").click()
     expect(assistant_messages(page).last).to_contain_text("part 1")
     page.keyboard.press("Escape")
@@ -376,7 +376,7 @@ def test_a_keyboard_only_conversation(watched: Watched, lab_url: str, docs_url: 
     page.keyboard.press("Tab")  # the skip link
     expect(page.locator(".skip-link")).to_be_focused()
     page.keyboard.press("Enter")
-    box = page.get_by_label("Your question")
+    box = page.get_by_label("Your message")
     box.focus()
     expect(box).to_be_focused()
     page.keyboard.type(AMBIGUOUS)

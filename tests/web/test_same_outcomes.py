@@ -79,7 +79,7 @@ def on_the_web(browser: Browser, root: Path) -> list[Shown]:
             if isinstance(step, int):
                 page.locator("button.choice").nth(step - 1).click()
             else:
-                page.get_by_label("Your question").fill(step)
+                page.get_by_label("Your message").fill(step)
                 page.locator("#send").click()
             page.wait_for_timeout(50)
             expect(page.locator("#send")).to_be_visible()

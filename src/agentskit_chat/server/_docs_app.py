@@ -24,8 +24,6 @@ read by the one bounded reader (64 KiB, 10 seconds) and parsed by the protocol's
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Final
 
 from agentskit_chat.assistant import Caller, DocsAssistant
@@ -35,7 +33,6 @@ from agentskit_chat.service import Authenticated, AuthResult, Refused
 from agentskit_chat.storage import ChatStores, open_chat_stores
 
 from ._asgi import (
-    ASGIApp,
     Receive,
     Scope,
     Send,
@@ -53,9 +50,9 @@ from ._body import (
     RequestBody,
     check_body_timeout,
 )
-from ._docs_chat import DocsChatRoute
+from ._docs_chat import docs_chat_target
 from ._errors import send_case, send_service_error
-from ._web_page import DocsPages, StaticAssets, WebPage, method_not_allowed, not_found
+from ._web_page import DocsPages
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -66,41 +63,8 @@ __all__ = ["MAX_ANSWER_BODY", "create_docs_assistant_app"]
 
 #: The largest ``/api/answer`` body read, in bytes (as the Ask service's default).
 MAX_ANSWER_BODY: Final = 65536
-#: The routes every client may call; every other route needs the caller admitted. The page
-#: and its files hold no data (a browser cannot send a key to load them); what they show comes
-#: from the routes behind the key.
-_PUBLIC: Final = frozenset({"/", "/healthz"})
-_PUBLIC_PREFIXES: Final = ("/static/",)
-#: Routes that run the same gate themselves, after their protocol's method and media checks.
-_SELF_AUTHENTICATED: Final = frozenset({"/api/ask", "/api/chat"})
 _JSON: Final = (b"content-type", b"application/json; charset=utf-8")
 _NOSNIFF: Final = (b"x-content-type-options", b"nosniff")
-
-
-class _Guard:
-    """Refuses every caller the gate does not admit, on every route but the public ones.
-
-    ``/api/ask`` and ``/api/chat`` are admitted here and authenticated by their own handlers
-    with the same gate, so their protocols' order (method and media type before identity)
-    holds there.
-    """
-
-    def __init__(self, app: ASGIApp, gate: ApiKeyGate) -> None:
-        self._app = app
-        self._gate = gate
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "")
-        if (
-            scope.get("type") == "http"
-            and path not in _PUBLIC
-            and not path.startswith(_PUBLIC_PREFIXES)
-            and path not in _SELF_AUTHENTICATED
-            and self._gate.admit(scope) is None
-        ):
-            await self._gate.refuse(scope, send)
-            return
-        await self._app(scope, receive, send)
 
 
 class _AskRoute:
@@ -224,7 +188,9 @@ def create_docs_assistant_app(
 ) -> Starlette:
     """The web app of ``assistant`` (see the module documentation for its routes).
 
-    Its lifespan opens the assistant when it is not open yet, and closes it again on
+    It is :func:`~agentskit_chat.server.create_app` serving the docs assistant's chat
+    definition, with the docs pages, ``/api/ask``, ``/api/answer`` and ``/metrics`` as more
+    routes. Its lifespan opens the assistant when it is not open yet, and closes it again on
     shutdown; an assistant that was already open is left as it is.
 
     Args:
@@ -247,45 +213,38 @@ def create_docs_assistant_app(
         # uvicorn.run(app, host="127.0.0.1", port=8000)
     """
     try:
-        from starlette.applications import Starlette  # noqa: PLC0415 - the server extra
-        from starlette.routing import Route  # noqa: PLC0415
+        from starlette.routing import Route  # noqa: PLC0415 - the server extra
     except ImportError as exc:  # pragma: no cover - the dev environment has the extra
         raise ImportError(
             "The docs assistant's web app needs the 'server' extra: "
             "pip install 'agentskit-chat[server]'"
         ) from exc
 
-    from ._healthz import create_healthz_app  # noqa: PLC0415
+    from ._app import ChatSite, create_app  # noqa: PLC0415
+    from ._target import ChatTargetHolder  # noqa: PLC0415
 
-    gate = ApiKeyGate(assistant.api_key if api_key is None else api_key)
+    key = assistant.api_key if api_key is None else api_key
+    gate = ApiKeyGate(key)
     timeout = check_body_timeout(body_timeout)
-    chat_stores = open_chat_stores("memory:") if stores is None else stores
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        if assistant.is_open:
-            yield
-            return
-        await assistant.open()
-        try:
-            yield
-        finally:
-            await assistant.aclose()
-
-    app = Starlette(
+    # An assistant is opened by the app's lifespan or by its host, never by a request: a
+    # request to an assistant nobody opened is answered 500 at once, and one its host opened
+    # is served without a lifespan.
+    site = ChatSite(
+        ChatTargetHolder(docs_chat_target(assistant)),
+        open_chat_stores("memory:") if stores is None else stores,
+        owns_stores=stores is None,
+        open_on_first_use=lambda: assistant.is_open,
+    )
+    return create_app(
+        site,
+        api_key=key,
+        timeout=chat_timeout,
         routes=[
-            Route("/", WebPage()),
-            Route("/static/{name:path}", StaticAssets()),
             Route("/docs", DocsPages(assistant)),
             Route("/docs/{page:path}", DocsPages(assistant)),
             Route("/api/ask", _AskRoute(assistant, gate, timeout)),
             Route("/api/answer", _AnswerRoute(assistant, gate, timeout)),
-            Route("/api/chat", DocsChatRoute(assistant, gate, chat_stores, chat_timeout)),
-            Route("/healthz", create_healthz_app({"index": assistant.ready})),
             Route("/metrics", _metrics_app(assistant)),
         ],
-        lifespan=lifespan,
-        exception_handlers={404: not_found, 405: method_not_allowed},
+        checks={"index": assistant.ready},
     )
-    app.add_middleware(_Guard, gate=gate)
-    return app

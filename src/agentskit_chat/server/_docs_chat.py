@@ -7,41 +7,54 @@ process: httpx's ASGI transport calls the service's ASGI app without a socket. C
 shown by exact answers are clickable: a click is a submission whose ``payload.selection`` names
 the choice, reserved by the adapter and committed only when the turn succeeded.
 
-Sessions, messages and Ask conversations live in one :class:`~agentskit_chat.storage.ChatStores`
-backend, so any worker can take any turn.
+It is served like any other chat definition (:func:`~agentskit_chat.server.create_app`), through
+:func:`docs_chat_target`; sessions, messages and Ask conversations live in one
+:class:`~agentskit_chat.storage.ChatStores` backend, so any worker can take any turn.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
-from typing import Any, Final
+from typing import Final
 
 from agentskit_chat.answers import create_deterministic_answer_adapter
 from agentskit_chat.assistant import NO_GROUNDED_SOURCES, Caller, DocsAssistant
-from agentskit_chat.conversation import ChatDefinition, define_chat
+from agentskit_chat.conversation import ChatDefinition, ChatPage, define_chat
 from agentskit_chat.runtime import (
     AdapterCapabilities,
     AdapterRequest,
     ChatAdapter,
     ChatConfig,
-    ChatMemory,
     ChatSource,
     StreamChunk,
     create_scoped_source,
 )
-from agentskit_chat.service import AskService, Authenticated, AuthResult, Refused
-from agentskit_chat.storage import ChatStores
+from agentskit_chat.service import AskService, Authenticated, AuthResult
 
-from ._asgi import Receive, Scope, Send
 from ._ask_app import AskServiceApp
-from ._auth import ApiKeyGate
-from ._chat_app import ChatApp, create_chat_app
-from ._errors import send_case
+from ._target import ChatTarget
 
-__all__ = ["DOCS_CHAT_ID", "DocsChatRoute"]
+__all__ = ["DOCS_CHAT_ID", "DOCS_PAGE", "docs_chat_definition", "docs_chat_target"]
 
 #: The chat definition id of the docs assistant's chat (stored in every session snapshot).
 DOCS_CHAT_ID: Final = "docs-assistant"
+#: How the docs assistant presents itself on the page and in the terminal.
+DOCS_PAGE: Final = ChatPage(
+    title="Docs assistant",
+    subtitle="Answers from the documentation, with their sources.",
+    welcome_title="Ask about the docs",
+    welcome=(
+        "Exact questions get exact answers; everything else is answered from the pages, "
+        "with links to the sections used."
+    ),
+    suggestions=(
+        "How do I install it?",
+        "How do I run the server with PostgreSQL?",
+        "What is a knowledge artifact?",
+    ),
+    placeholder="Ask a question about the docs…",
+)
 #: Who the in-process Ask calls of chat turns are made for (the chat route admitted the caller).
 _CHAT_CALLER: Final = Caller("in-process", "chat")
 _BASE_URL: Final = "http://docs-assistant.invalid"
@@ -115,47 +128,23 @@ def docs_chat_definition(assistant: DocsAssistant, service: AskService) -> ChatD
         id=DOCS_CHAT_ID,
         chat=ChatConfig(adapter=adapter),
         choice_submission=adapter.resolve_choice_submission,
+        page=DOCS_PAGE,
     )
 
 
-class DocsChatRoute:
-    """The chat handler of whichever Ask service the assistant has open."""
+def docs_chat_target(assistant: DocsAssistant) -> ChatTarget:
+    """The docs assistant as a chat target: opening it opens the assistant (unless the host
+    already did) and yields its chat definition; closing it closes what it opened."""
 
-    def __init__(
-        self, assistant: DocsAssistant, gate: ApiKeyGate, stores: ChatStores, timeout: float
-    ) -> None:
-        self._assistant = assistant
-        self._gate = gate
-        self._stores = stores
-        self._timeout = timeout
-        self._service: AskService | None = None
-        self._app: ChatApp | None = None
+    @contextlib.asynccontextmanager
+    async def open_docs_chat() -> AsyncIterator[ChatDefinition]:
+        opened_here = not assistant.is_open
+        if opened_here:
+            await assistant.open()
+        try:
+            yield docs_chat_definition(assistant, assistant.service)
+        finally:
+            if opened_here:
+                await assistant.aclose()
 
-    def _authenticate(self, request: object) -> AuthResult:
-        verdict = self._gate.admit(getattr(request, "scope", {}))
-        if verdict is None:
-            return Refused(self._gate.refuse_app)
-        return Authenticated(Caller("http", verdict))
-
-    def _memory(self, context: Any, session_id: str) -> ChatMemory:
-        return self._stores.memory(session_id)
-
-    def _build(self, service: AskService) -> ChatApp:
-        definition = docs_chat_definition(self._assistant, service)
-        sessions = self._stores.sessions
-        return create_chat_app(
-            authenticate=self._authenticate,
-            resolve_definition=lambda context, session_id: definition,
-            session_storage=lambda context: sessions,
-            chat_memory=self._memory,
-            timeout=self._timeout,
-        )
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if not self._assistant.is_open:
-            await send_case(scope, send, "internal")
-            return
-        service = self._assistant.service
-        if self._app is None or self._service is not service:
-            self._app, self._service = self._build(service), service
-        await self._app(scope, receive, send)
+    return open_docs_chat

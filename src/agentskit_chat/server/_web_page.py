@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from agentskit_chat.assistant import DocsAssistant
@@ -28,6 +30,8 @@ from agentskit_chat.components import (
     ComponentManifest,
     theme_css,
 )
+from agentskit_chat.conversation import LOGO_MEDIA_TYPES, MAX_LOGO_BYTES, ChatPage
+from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol._json import js_stringify
 from agentskit_chat.retrieval import render_page_html
 from agentskit_chat.web import ASSET_NAMES, ASSET_TYPES, read_asset
@@ -41,11 +45,14 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTENT_SECURITY_POLICY",
     "DocsPages",
+    "PageBundle",
     "StaticAssets",
     "WebPage",
     "create_chat_page_app",
     "method_not_allowed",
     "not_found",
+    "page_words",
+    "render_page_bundle",
 ]
 
 #: The page's Content-Security-Policy: nothing runs or loads that this origin did not serve.
@@ -119,35 +126,136 @@ async def method_not_allowed(request: Any, exc: Exception) -> Any:
     return Response(_METHOD, 405, media_type="application/json", headers=_ERROR_HEADERS)
 
 
-class WebPage:
-    """``GET /``: the chat page."""
+@dataclass(frozen=True, slots=True)
+class PageBundle:
+    """The page of one chat, rendered once: its HTML and the files made for it.
 
-    def __init__(self) -> None:
-        self._body = read_asset("index.html")
+    Attributes:
+        html: ``/`` (the page with the chat's title, words and logo).
+        files: ``/static/<name>`` → (bytes, media type): ``theme.css``, ``components.json``,
+            ``page.json`` (the chat's words, for other interfaces) and the logo file, if any.
+    """
+
+    html: bytes
+    files: Mapping[str, tuple[bytes, str]]
+
+
+def _logo_file(path: Path) -> tuple[bytes, str]:
+    media_type = LOGO_MEDIA_TYPES.get(path.suffix.lower())
+    if media_type is None:
+        raise ConfigurationError(f"ChatPage.logo is not an image file: {path.name}")
+    try:
+        with path.open("rb") as file:
+            data = file.read(MAX_LOGO_BYTES + 1)
+    except OSError:
+        raise ConfigurationError(f"ChatPage.logo cannot be read: {path}") from None
+    if len(data) > MAX_LOGO_BYTES:
+        raise ConfigurationError(f"ChatPage.logo is larger than {MAX_LOGO_BYTES} bytes: {path}")
+    return data, media_type
+
+
+def page_words(page: ChatPage) -> dict[str, object]:
+    """The chat's words as ``page.json`` serves them (what the terminal chat shows)."""
+    return {
+        "title": page.title,
+        "subtitle": page.subtitle,
+        "welcomeTitle": page.welcome_title,
+        "welcome": page.welcome,
+        "suggestions": list(page.suggestions),
+        "placeholder": page.placeholder,
+    }
+
+
+def render_page_bundle(page: ChatPage | None, manifest: ComponentManifest) -> PageBundle:
+    """The page of a chat whose presentation is ``page`` and whose components are
+    ``manifest`` (every text escaped; the logo file read and checked here).
+
+    Raises:
+        ConfigurationError: the logo file cannot be read, is too large or is not an image.
+    """
+    page = page or ChatPage()
+    files: dict[str, tuple[bytes, str]] = {
+        "theme.css": (
+            render_theme_css(
+                page.theme or DEFAULT_CHAT_THEME,
+                page.dark_theme or DARK_CHAT_THEME,
+            ).encode(),
+            ASSET_TYPES[".css"],
+        ),
+        "components.json": (render_components_json(manifest).encode(), ASSET_TYPES[".json"]),
+        "page.json": (
+            json.dumps(page_words(page), ensure_ascii=False).encode(),
+            ASSET_TYPES[".json"],
+        ),
+    }
+    logo_file = page.logo_file
+    if logo_file is not None:
+        name = "logo" + logo_file.suffix.lower()
+        files[name] = _logo_file(logo_file)
+        logo = f'<img class="logo" src="/static/{name}" alt="">'
+    elif page.logo_mark is not None:
+        logo = f'<span class="logo" aria-hidden="true">{html.escape(page.logo_mark)}</span>'
+    else:
+        logo = ""
+    suggestions = ""
+    if page.suggestions:
+        items = "".join(
+            f'        <li><button type="button" class="suggestion" data-ask="{html.escape(text)}">'
+            f"{html.escape(text)}</button></li>\n"
+            for text in page.suggestions
+        )
+        suggestions = (
+            '      <ul class="suggestions" aria-label="Suggestions">\n' + items + "      </ul>\n"
+        )
+    fills = {
+        "{{title}}": html.escape(page.title),
+        "{{logo}}": logo,
+        "{{subtitle}}": (
+            ""
+            if page.subtitle is None
+            else f'        <p class="tagline">{html.escape(page.subtitle)}</p>\n'
+        ),
+        "{{welcome_title}}": html.escape(page.welcome_title),
+        "{{welcome}}": (
+            "" if page.welcome is None else f"      <p>{html.escape(page.welcome)}</p>\n"
+        ),
+        "{{suggestions}}": suggestions,
+        "{{placeholder}}": html.escape(page.placeholder),
+    }
+    text = _TEMPLATE
+    for marker, value in fills.items():
+        text = text.replace(marker, value)
+    return PageBundle(text.encode(), files)
+
+
+_TEMPLATE: Final = read_asset("index.html").decode()
+
+
+class WebPage:
+    """``GET /``: the chat page of the chat ``bundle()`` presents."""
+
+    def __init__(self, bundle: Callable[[], Awaitable[PageBundle]]) -> None:
+        self._bundle = bundle
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if await handle_non_http(scope, receive, send) or not await method_allowed(scope, send):
             return
-        await send_response(scope, send, 200, _headers(ASSET_TYPES[".html"]), self._body)
+        try:
+            body = (await self._bundle()).html
+        except ConfigurationError:
+            await send_case(scope, send, "internal")
+            return
+        await send_response(scope, send, 200, _headers(ASSET_TYPES[".html"]), body)
 
 
 class StaticAssets:
-    """``GET /static/<file>``: the page's files, the theme and the component schemas."""
+    """``GET /static/<file>``: the page's files, and those made for the chat ``bundle()``
+    presents (theme, component schemas, words, logo)."""
 
-    def __init__(
-        self,
-        *,
-        theme: ChatTheme = DEFAULT_CHAT_THEME,
-        dark_theme: ChatTheme | None = DARK_CHAT_THEME,
-        manifest: ComponentManifest = STANDARD_COMPONENT_MANIFEST,
-    ) -> None:
-        made: dict[str, Callable[[], str]] = {
-            "theme.css": lambda: render_theme_css(theme, dark_theme),
-            "components.json": lambda: render_components_json(manifest),
-        }
+    def __init__(self, bundle: Callable[[], Awaitable[PageBundle]]) -> None:
+        self._bundle = bundle
         self._files: Mapping[str, bytes] = {
-            **{name: read_asset(name) for name in ASSET_NAMES},
-            **{name: make().encode() for name, make in made.items()},
+            name: read_asset(name) for name in ASSET_NAMES if name != "index.html"
         }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -156,6 +264,13 @@ class StaticAssets:
         name = str(scope.get("path_params", {}).get("name", ""))
         body = self._files.get(name)
         media_type = ASSET_TYPES.get(_suffix(name))
+        if body is None:
+            try:
+                made = (await self._bundle()).files.get(name)
+            except ConfigurationError:
+                made = None
+            if made is not None:
+                body, media_type = made
         if body is None or media_type is None:
             await send_response(scope, send, 404, error_headers(), _NOT_FOUND)
             return
@@ -217,20 +332,21 @@ class DocsPages:
 def create_chat_page_app(
     chat: ASGIApp,
     *,
-    theme: ChatTheme = DEFAULT_CHAT_THEME,
-    dark_theme: ChatTheme | None = DARK_CHAT_THEME,
+    page: ChatPage | None = None,
     manifest: ComponentManifest = STANDARD_COMPONENT_MANIFEST,
 ) -> Starlette:
     """The chat page in front of a chat handler: ``/``, ``/static/...`` and ``/api/chat``.
 
+    To serve a whole chat definition (page, handler, storage, health), use
+    :func:`~agentskit_chat.server.create_app` instead.
+
     Args:
         chat: The chat turn handler (:func:`create_chat_app`), mounted at ``/api/chat``.
-        theme: The page's theme.
-        dark_theme: The theme used when the system prefers dark colours (``None``: always
-            ``theme``).
+        page: The page's title, words, logo and theme (``None``: a plain page).
         manifest: The components the page may draw (the chat definition's manifest).
 
     Raises:
+        ConfigurationError: the page's logo file cannot be read or is too large.
         ImportError: the ``server`` extra is not installed.
 
     Example::
@@ -241,13 +357,15 @@ def create_chat_page_app(
     from starlette.applications import Starlette  # noqa: PLC0415 - the server extra
     from starlette.routing import Route  # noqa: PLC0415
 
+    bundle = render_page_bundle(page, manifest)
+
+    async def current() -> PageBundle:
+        return bundle
+
     return Starlette(
         routes=[
-            Route("/", WebPage()),
-            Route(
-                "/static/{name:path}",
-                StaticAssets(theme=theme, dark_theme=dark_theme, manifest=manifest),
-            ),
+            Route("/", WebPage(current)),
+            Route("/static/{name:path}", StaticAssets(current)),
             Route("/api/chat", chat),
         ],
         exception_handlers={404: not_found, 405: method_not_allowed},
