@@ -19,6 +19,7 @@ from ._definition import (
     ConversationDefinition,
     ConversationStateDefinition,
     ConversationTrace,
+    InteractionHandler,
     Route,
     RouteContext,
     RouteMatcher,
@@ -30,6 +31,12 @@ from ._definition import (
     define_chat,
 )
 from ._factory import create_chat_session, resolve_chat_session, resume_chat_session
+from ._interactions import (
+    INTERACTION_FAILED_MESSAGE,
+    INTERACTION_METADATA_KEY,
+    interaction_metadata,
+    message_interaction,
+)
 from ._lifecycle import LifecycleTargets, get_lifecycle_targets
 from ._policy import with_action_policy
 from ._session import (
@@ -45,6 +52,8 @@ from ._storage import InMemorySessionStorage, SessionStorage
 
 __all__ = [
     "DEFAULT_SETTLE_TIMEOUT_S",
+    "INTERACTION_FAILED_MESSAGE",
+    "INTERACTION_METADATA_KEY",
     "MAX_TERMINAL_TURNS",
     "ROUTE_FAILED_MESSAGE",
     "ChatDefinition",
@@ -55,6 +64,7 @@ __all__ = [
     "ConversationStateDefinition",
     "ConversationTrace",
     "InMemorySessionStorage",
+    "InteractionHandler",
     "LifecycleTargets",
     "PersistErrorObserver",
     "Route",
@@ -71,6 +81,8 @@ __all__ = [
     "create_chat_session",
     "define_chat",
     "get_lifecycle_targets",
+    "interaction_metadata",
+    "message_interaction",
     "reconcile_confirmation",
     "resolve_chat_session",
     "resume_chat_session",

@@ -13,6 +13,7 @@ from typing import Any, Final, Literal, overload
 
 from agentskit_chat.components import STANDARD_COMPONENT_MANIFEST, ComponentManifest
 from agentskit_chat.errors import ConfigurationError
+from agentskit_chat.protocol import ComponentInteractEvent
 from agentskit_chat.runtime import ChatConfig
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "ConversationDefinition",
     "ConversationStateDefinition",
     "ConversationTrace",
+    "InteractionHandler",
     "Route",
     "RouteContext",
     "RouteMatcher",
@@ -64,6 +66,13 @@ RouteMatcher = Callable[[str], bool]
 #: Produces a route's reply: raw text streamed verbatim (a component frame is a JSON string),
 #: or an awaitable of it (``async def``), awaited when the turn streams.
 RouteResponder = Callable[[str, RouteContext], str | Awaitable[str]]
+#: Answers a component interaction the user made (a form submitted, a button clicked): called
+#: with the typed event and a :class:`RouteContext` naming the user message that carries it.
+#: It returns the reply (raw text streamed verbatim, a component frame included), an awaitable
+#: of it, or ``None`` (also from an awaitable) to let the chat answer the message as any text.
+InteractionHandler = Callable[
+    [ComponentInteractEvent, RouteContext], str | Awaitable[str | None] | None
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +255,11 @@ class ChatDefinition:
             :func:`~agentskit_chat.components.define_component_manifest`); ``None`` means the
             twelve standard components. A frame for any other component is shown as its text
             fallback and can trigger nothing.
+        on_interaction: Answers the component interactions a host accepted (see
+            :data:`InteractionHandler`): a submitted form, a clicked button, a confirmation's
+            decision. Without it, or when it returns ``None``, the interaction's user message
+            is answered like any text (routes, then the adapter). Retry and regenerate call it
+            again with the same event and message id; an edited message is plain text.
     """
 
     id: str
@@ -254,6 +268,7 @@ class ChatDefinition:
     conversation: ConversationDefinition | None = None
     choice_submission: ChoiceSubmission | None = None
     components: ComponentManifest | None = None
+    on_interaction: InteractionHandler | None = None
 
     @property
     def manifest(self) -> ComponentManifest:
@@ -284,6 +299,7 @@ def define_chat(
     conversation: ConversationDefinition | None = None,
     choice_submission: ChoiceSubmission | None = None,
     components: ComponentManifest | None = None,
+    on_interaction: InteractionHandler | None = None,
 ) -> ChatDefinition: ...
 
 

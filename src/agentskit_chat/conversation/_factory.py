@@ -24,6 +24,7 @@ _INCOMPATIBLE_METADATA: Final = (
     "Session conversation metadata is incompatible with this chat definition."
 )
 _DIGITS: Final = "0123456789abcdefghijklmnopqrstuvwxyz"
+_INVALID_INTERACTION_HANDLER: Final = "Chat interaction handler must be callable."
 
 
 def _utc_now() -> datetime:
@@ -79,7 +80,8 @@ def create_chat_session(
             invalid.", "Session snapshot is incompatible with this chat definition." (the
             snapshot names another session, definition or revision), "Session conversation
             metadata is incompatible with this chat definition." (the snapshot has a
-            conversation and the definition none), or a conversation compilation error.
+            conversation and the definition none), "Chat interaction handler must be
+            callable.", or a conversation compilation error.
     """
     clock = now or _utc_now
     revision = _revision(definition)
@@ -112,6 +114,9 @@ def create_chat_session(
     compiled = compile_conversation(definition)
     if compiled is None and snapshot is not None and snapshot.conversation is not None:
         raise ConfigurationError(_INCOMPATIBLE_METADATA)
+    on_interaction = definition.on_interaction
+    if on_interaction is not None and not callable(on_interaction):
+        raise ConfigurationError(_INVALID_INTERACTION_HANDLER)
     return ChatSession(
         session_id=session_id,
         definition_id=definition.id,
@@ -123,6 +128,7 @@ def create_chat_session(
         now=clock,
         on_persist_error=on_persist_error,
         on_confirmation_change=on_confirmation_change,
+        on_interaction=on_interaction,
     )
 
 

@@ -42,13 +42,15 @@ from agentskit_chat.protocol import (
 )
 from agentskit_chat.protocol._json import MAX_SAFE_INTEGER
 from agentskit_chat.protocol._types import is_safe_id
-from agentskit_chat.runtime import AdapterRequest, ChatConfig, ChatSource
+from agentskit_chat.runtime import AdapterRequest, ChatAdapter, ChatConfig, ChatSource
 from agentskit_chat.runtime._messages import format_message_timestamp
 
 from ._adapters import ConversationAdapter, ScopedAdapter, unwrap_adapter
 from ._compile import CompiledConversation
 from ._confirmations import DEFAULT_SETTLE_TIMEOUT_S, PROCESSING, load_confirmation, wait_settled
+from ._definition import InteractionHandler
 from ._dispatch import Dispatcher
+from ._interactions import InteractionAdapter
 from ._storage import SessionStorage
 
 __all__ = [
@@ -132,8 +134,10 @@ class ChatSession:
         now: SessionClock,
         on_persist_error: PersistErrorObserver | None,
         on_confirmation_change: ConfirmationChangeObserver | None = None,
+        on_interaction: InteractionHandler | None = None,
     ) -> None:
         self.session_id = session_id
+        self._on_interaction = on_interaction
         self.definition_id = definition_id
         self.definition_revision = definition_revision
         self._storage = storage
@@ -169,9 +173,13 @@ class ChatSession:
         """
         original = unwrap_adapter(config.adapter)
         scoped = ScopedAdapter(original, self.session_id)
-        if self._dispatcher is None:
-            return config.with_changes(adapter=scoped)
-        return config.with_changes(adapter=ConversationAdapter(original, scoped, self._dispatch))
+        adapter: ChatAdapter = scoped
+        if self._dispatcher is not None:
+            adapter = ConversationAdapter(original, scoped, self._dispatch)
+        if self._on_interaction is not None:
+            # In front of the routes: an interaction's message is answered by the hook first.
+            adapter = InteractionAdapter(original, adapter, self._on_interaction, self.session_id)
+        return config.with_changes(adapter=adapter)
 
     def _dispatch(
         self, request: AdapterRequest, fallback: Callable[[AdapterRequest], ChatSource]

@@ -304,17 +304,24 @@ class ChatController:
             return
         await self._turn((*messages, self._placeholder()), follow_up=True)
 
-    async def send(self, text: str) -> None:
+    async def send(self, text: str, *, metadata: Mapping[str, Any] | None = None) -> None:
         """Send a user message and stream the assistant's answer.
 
-        Blank text is ignored. A turn in flight is stopped first. The new user message and an
-        empty ``streaming`` assistant message are appended, ``state.input`` is cleared, and the
-        adapter receives the whole history (both new messages included).
+        Blank text is ignored. A turn in flight is stopped first. The new user message (with
+        ``metadata``, when given: plain JSON such as a component interaction it stands for) and
+        an empty ``streaming`` assistant message are appended, ``state.input`` is cleared, and
+        the adapter receives the whole history (both new messages included).
         """
         if is_blank(text):
             return
         await self._halt()
-        user = ChatMessage(id=self._new_id(), role="user", content=text, created_at=self._now())
+        user = ChatMessage(
+            id=self._new_id(),
+            role="user",
+            content=text,
+            created_at=self._now(),
+            metadata=None if metadata is None else dict(metadata),
+        )
         await self._turn((*self._state.messages, user, self._placeholder()), input="")
 
     async def retry(self) -> None:

@@ -70,6 +70,7 @@ from ._chat_actions import (
     confirmation_decision,
 )
 from ._chat_approvals import decision_operation, record_waiting_calls
+from ._chat_interactions import accept_interaction
 from ._chat_operations import OPERATION_UNAVAILABLE_MESSAGE, operation_target, turn_operation
 
 __all__ = [
@@ -746,6 +747,8 @@ class ChatApp:
             )
             if decision is False or requested is False or mixed:
                 raise _refusal(400, "REQUEST_INVALID_EVENT", _INVALID_EVENT)
+            # A component interaction checked against the frame this session showed.
+            interaction = accept_interaction(candidate, messages, definition.manifest)
             action: tuple[str, ChoiceAction] | None = None
             reservation: _Choice | None = None
             target = None
@@ -786,6 +789,10 @@ class ChatApp:
                 if confirmation.get_by_tool_call(f"app-{suffix}") is not None:
                     raise _refusal(409, "CHOICE_UNAVAILABLE", _CHOICE_EXPIRED)
                 operation = partial(confirmation.propose, name=chosen.name, input=chosen.input)
+            elif interaction is not None:
+                operation = partial(
+                    controller.send, interaction.text, metadata=interaction.metadata
+                )
             return _Turn(
                 self,
                 submission=submission,

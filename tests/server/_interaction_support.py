@@ -1,0 +1,135 @@
+"""Interactive frames and a recording ``on_interaction`` hook, shared by the chat handler, web
+page and terminal tests of component interactions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from agentskit_chat.conversation import RouteContext
+from agentskit_chat.protocol import ComponentInteractEvent
+from agentskit_chat.protocol._types import thaw
+
+
+def _frame(key: str, instance_id: str, props: Mapping[str, Any], summary: str) -> dict[str, Any]:
+    return {
+        "protocol": "agentskit.chat.component",
+        "version": 1,
+        "type": "render",
+        "componentKey": key,
+        "instanceId": instance_id,
+        "props": dict(props),
+        "fallback": {"kind": key, "summary": summary},
+    }
+
+
+#: A sign-up form: a required text, a required select, a number and a checkbox.
+SIGNUP_FORM: Final = _frame(
+    "form",
+    "signup-form",
+    {
+        "title": "Sign up",
+        "fields": [
+            {"id": "name", "label": "Name", "type": "text", "required": True},
+            {
+                "id": "role",
+                "label": "Role",
+                "type": "select",
+                "required": True,
+                "options": [
+                    {"id": "eng", "label": "Engineering"},
+                    {"id": "sales", "label": "Sales"},
+                ],
+            },
+            {"id": "age", "label": "Age", "type": "number"},
+            {"id": "news", "label": "Newsletter", "type": "checkbox"},
+        ],
+        "submitLabel": "Join",
+    },
+    "Sign up: name, role, age, newsletter.",
+)
+#: Three buttons, the last one disabled.
+NEXT_STEP: Final = _frame(
+    "button-group",
+    "next-step",
+    {
+        "label": "What next?",
+        "buttons": [
+            {"id": "save", "label": "Save draft"},
+            {"id": "send", "label": "Send now", "variant": "primary"},
+            {"id": "later", "label": "Later", "disabled": True},
+        ],
+    },
+    "Save draft or send now.",
+)
+#: A confirmation of a plain question (no tool call waits on it).
+DELETE_CONFIRM: Final = _frame(
+    "confirmation",
+    "delete-draft",
+    {
+        "title": "Delete the draft?",
+        "message": "The draft is removed for good.",
+        "confirmLabel": "Delete it",
+        "cancelLabel": "Keep it",
+    },
+    "Delete the draft or keep it.",
+)
+#: An approval request (no tool call waits on it).
+PUBLISH_APPROVAL: Final = _frame(
+    "approval-request",
+    "publish-post",
+    {
+        "title": "Publish the post?",
+        "description": "Everyone can read it once it is published.",
+        "approveLabel": "Publish",
+        "denyLabel": "Not yet",
+    },
+    "Publish the post or not yet.",
+)
+
+
+def interaction(
+    frame: Mapping[str, Any], event: str, *value: Any, **overrides: Any
+) -> dict[str, Any]:
+    """``payload.interaction`` for ``frame`` (a value only when one is given)."""
+    body: dict[str, Any] = {
+        "instanceId": frame["instanceId"],
+        "componentKey": frame["componentKey"],
+        "event": event,
+    }
+    if value:
+        (body["value"],) = value
+    body.update(overrides)
+    return {"interaction": body}
+
+
+@dataclass
+class RecordingHook:
+    """An ``on_interaction`` hook that records what it was told and answers ``reply(event)``.
+
+    ``answer`` overrides the reply (``None`` hands the message to the chat); ``fail`` raises.
+    """
+
+    seen: list[tuple[str, str, str, Any, str | None]] = field(default_factory=list)
+    answer: str | None = "default"
+    fail: bool = False
+
+    def __call__(self, event: ComponentInteractEvent, context: RouteContext) -> str | None:
+        value = thaw(event.value) if event.has_value else None
+        self.seen.append(
+            (event.component_key, event.instance_id, event.event, value, context.message_id)
+        )
+        if self.fail:
+            raise RuntimeError("the hook failed")
+        if self.answer != "default":
+            return self.answer
+        return reply(event)
+
+
+def reply(event: ComponentInteractEvent) -> str:
+    """What :class:`RecordingHook` answers by default."""
+    if event.component_key == "form":
+        values = thaw(event.value)
+        return f"Welcome, {values['name']} ({values['role']})!"
+    return f"Hook: {event.instance_id} {event.event}"
