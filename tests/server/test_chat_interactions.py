@@ -24,7 +24,13 @@ from agentskit_chat.conversation import (
     define_chat,
 )
 from agentskit_chat.protocol import ComponentInteractEvent, create_assistant_content_encoder
-from agentskit_chat.runtime import AdapterRequest, ChatConfig, ChatSource, StreamChunk
+from agentskit_chat.runtime import (
+    AdapterCapabilities,
+    AdapterRequest,
+    ChatConfig,
+    ChatSource,
+    StreamChunk,
+)
 from agentskit_chat.server import create_chat_app
 from agentskit_chat.storage import open_chat_stores
 from tests._strategies import deep
@@ -416,6 +422,8 @@ async def test_an_edited_interaction_message_is_plain_text() -> None:
 
 class FormModel:
     """Shows the sign-up form when asked to "sign up"; echoes anything else."""
+
+    capabilities: AdapterCapabilities | None = None
 
     def __init__(self) -> None:
         self.inputs: list[str] = []
