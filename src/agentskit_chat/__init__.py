@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     )
     from .conversation import (
         ChatDefinition,
+        ChatPage,
         ChatSession,
         ConversationDefinition,
         ConversationSnapshot,
@@ -100,7 +101,9 @@ if TYPE_CHECKING:
         ToolAuthorizer,
         ToolExecutor,
         create_scoped_source,
+        reply_adapter,
     )
+    from .server import create_app, serve
 
 __version__ = "0.1.0"
 
@@ -139,6 +142,10 @@ _LAZY: dict[str, str] = {
     "ask_docs": "assistant",
     "create_docs_assistant": "assistant",
     "ChatDefinition": "conversation",
+    "ChatPage": "conversation",
+    "reply_adapter": "runtime",
+    "create_app": "server",
+    "serve": "server",
     "ChatSession": "conversation",
     "ConversationDefinition": "conversation",
     "ConversationSnapshot": "conversation",
@@ -222,6 +229,7 @@ __all__ = [
     "ChatDefinition",
     "ChatMemory",
     "ChatMessage",
+    "ChatPage",
     "ChatSession",
     "ChatSource",
     "ChatState",
@@ -263,6 +271,7 @@ __all__ = [
     "build_local_knowledge_artifact",
     "command_route",
     "commit_answer",
+    "create_app",
     "create_chat_session",
     "create_deterministic_answer_adapter",
     "create_deterministic_answer_resolver",
@@ -271,7 +280,9 @@ __all__ = [
     "define_chat",
     "get_lifecycle_targets",
     "render_answer",
+    "reply_adapter",
     "resolve_chat_session",
     "resume_chat_session",
+    "serve",
     "write_artifact_build",
 ]

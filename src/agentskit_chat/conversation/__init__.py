@@ -38,6 +38,7 @@ from ._interactions import (
     message_interaction,
 )
 from ._lifecycle import LifecycleTargets, get_lifecycle_targets
+from ._page import LOGO_MEDIA_TYPES, MAX_LOGO_BYTES, MAX_PAGE_SUGGESTIONS, ChatPage
 from ._policy import with_action_policy
 from ._session import (
     MAX_TERMINAL_TURNS,
@@ -54,9 +55,13 @@ __all__ = [
     "DEFAULT_SETTLE_TIMEOUT_S",
     "INTERACTION_FAILED_MESSAGE",
     "INTERACTION_METADATA_KEY",
+    "LOGO_MEDIA_TYPES",
+    "MAX_LOGO_BYTES",
+    "MAX_PAGE_SUGGESTIONS",
     "MAX_TERMINAL_TURNS",
     "ROUTE_FAILED_MESSAGE",
     "ChatDefinition",
+    "ChatPage",
     "ChatSession",
     "ChoiceSubmission",
     "ConversationDefinition",

@@ -16,6 +16,8 @@ from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import ComponentInteractEvent
 from agentskit_chat.runtime import ChatConfig
 
+from ._page import ChatPage
+
 __all__ = [
     "ChatDefinition",
     "ChoiceSubmission",
@@ -255,6 +257,8 @@ class ChatDefinition:
             :func:`~agentskit_chat.components.define_component_manifest`); ``None`` means the
             twelve standard components. A frame for any other component is shown as its text
             fallback and can trigger nothing.
+        page: How the chat presents itself in every interface (title, subtitle, welcome,
+            suggestions, placeholder, logo, theme); ``None`` for a plain page titled "Chat".
         on_interaction: Answers the component interactions a host accepted (see
             :data:`InteractionHandler`): a submitted form, a clicked button, a confirmation's
             decision. Without it, or when it returns ``None``, the interaction's user message
@@ -268,6 +272,7 @@ class ChatDefinition:
     conversation: ConversationDefinition | None = None
     choice_submission: ChoiceSubmission | None = None
     components: ComponentManifest | None = None
+    page: ChatPage | None = None
     on_interaction: InteractionHandler | None = None
 
     @property
@@ -299,6 +304,7 @@ def define_chat(
     conversation: ConversationDefinition | None = None,
     choice_submission: ChoiceSubmission | None = None,
     components: ComponentManifest | None = None,
+    page: ChatPage | None = None,
     on_interaction: InteractionHandler | None = None,
 ) -> ChatDefinition: ...
 

@@ -31,6 +31,7 @@ from ._controller import ChatController
 from ._controller_state import ChatState, ChatStatus
 from ._memory import ChatMemory, InMemoryChatMemory
 from ._messages import ChatMessage, MessageRole, MessageStatus
+from ._reply import ReplyAdapter, ReplyFunction, reply_adapter
 from ._tools import (
     AuthorizationPhase,
     ChatTool,
@@ -66,6 +67,8 @@ __all__ = [
     "InMemoryChatMemory",
     "MessageRole",
     "MessageStatus",
+    "ReplyAdapter",
+    "ReplyFunction",
     "SessionAwareChatAdapter",
     "StreamChunk",
     "ToolAuthorization",
@@ -76,4 +79,5 @@ __all__ = [
     "create_controlled_chat_driver",
     "create_scoped_source",
     "parse_controlled_chat_snapshot",
+    "reply_adapter",
 ]

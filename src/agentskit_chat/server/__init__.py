@@ -1,5 +1,8 @@
 """Every HTTP surface of agentskit-chat, as plain ASGI apps.
 
+- :func:`create_app`: any chat definition on the web — its page, the turn protocol, storage and
+  health — the app ``agentskit-chat serve app.py:chat`` runs (:func:`load_chat_target` reads
+  such a reference).
 - :func:`create_ask_service_app`: the Ask service (``agentskit.chat.ask`` v1 in, NDJSON events
   out), the HTTP edge of :class:`~agentskit_chat.service.AskService`: method, media type,
   bounded body, decoding.
@@ -17,6 +20,7 @@ helpers, one bounded body reader and one JSON error body. Needs the ``server`` e
 
 from __future__ import annotations
 
+from ._app import ChatSite, create_app
 from ._ask_app import AskServiceApp, Authenticate, create_ask_service_app
 from ._auth import is_loopback
 from ._chat_app import (
@@ -30,6 +34,8 @@ from ._chat_app import (
 from ._docs_app import create_docs_assistant_app
 from ._healthz import HealthCheck, HealthzApp, create_healthz_app
 from ._prometheus import PrometheusMetricsApp, create_prometheus_metrics_app
+from ._run import serve
+from ._target import ChatTarget, ChatTargetHolder, load_chat_target
 from ._web_page import create_chat_page_app
 
 __all__ = [
@@ -38,11 +44,15 @@ __all__ = [
     "ChatApp",
     "ChatAuthenticate",
     "ChatMemoryFactory",
+    "ChatSite",
+    "ChatTarget",
+    "ChatTargetHolder",
     "HealthCheck",
     "HealthzApp",
     "PrometheusMetricsApp",
     "ResolveDefinition",
     "SessionStorageFactory",
+    "create_app",
     "create_ask_service_app",
     "create_chat_app",
     "create_chat_page_app",
@@ -50,4 +60,6 @@ __all__ = [
     "create_healthz_app",
     "create_prometheus_metrics_app",
     "is_loopback",
+    "load_chat_target",
+    "serve",
 ]

@@ -1,0 +1,363 @@
+"""Running a chat on uvicorn: one process, many workers, or with reloading.
+
+:func:`serve` runs any chat target (what ``agentskit-chat serve`` runs): it builds the app
+(:func:`~agentskit_chat.server.create_app`, or the docs assistant's app for a folder), opens its
+stores and definition before the first request, reports a failure to start in one line, prunes
+idle conversations hourly, and prints nothing but what ``on_ready`` prints.
+
+With ``workers > 1`` or ``reload=True``, uvicorn starts processes that each build the app
+again; they find it through :func:`worker_app` and the options in :data:`WORKER_ENV`, so the
+target must then be a reference (``"app.py:chat"``) every process can import.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import anyio
+
+from agentskit_chat.errors import AgentsKitChatError, ConfigurationError, StorageError
+from agentskit_chat.storage import ChatStores, open_chat_stores
+
+from ._app import ChatSite, create_app
+from ._target import ChatTarget, load_chat_target
+
+__all__ = ["WORKER_ENV", "build_app", "run", "serve", "worker_app"]
+
+#: The environment variable that hands a worker process its options (JSON).
+WORKER_ENV: Final = "AGENTSKIT_SERVE_WORKER"
+#: The environment variable of the API key (never written into :data:`WORKER_ENV`).
+API_KEY_ENV: Final = "AGENTSKIT_API_KEY"
+#: How often idle conversations are deleted (with a retention).
+_PRUNE_EVERY_S: Final = 3600.0
+#: How long a worker may take to become ready before no "ready" line is printed.
+_READY_TIMEOUT_S: Final = 300.0
+
+
+def _report(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr, flush=True)
+
+
+def _owning_lifespan(app: Any, site: ChatSite, stores: ChatStores | None) -> Any:
+    """``app``, whose lifespan opens ``stores`` (when given) and the chat site and closes them
+    again; a failure of ours to start is one line on stderr (the user's own code's errors
+    keep their traceback)."""
+
+    async def serve(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "lifespan":
+            await app(scope, receive, send)
+            return
+        await receive()  # lifespan.startup
+        try:
+            if stores is not None:
+                await stores.open()
+            await site.open()
+        except (AgentsKitChatError, ImportError) as error:
+            _report(str(error))
+            if stores is not None:
+                await stores.aclose()
+            await send({"type": "lifespan.startup.failed", "message": "startup failed"})
+            return
+        except BaseException:
+            if stores is not None:
+                await stores.aclose()
+            raise
+        await send({"type": "lifespan.startup.complete"})
+        async with anyio.create_task_group() as group:
+            group.start_soon(_prune_hourly, stores or site.stores)
+            await receive()  # lifespan.shutdown
+            group.cancel_scope.cancel()
+        await site.aclose()
+        if stores is not None:
+            await stores.aclose()
+        await send({"type": "lifespan.shutdown.complete"})
+
+    return serve
+
+
+async def _prune_hourly(stores: ChatStores) -> None:
+    """Delete idle conversations now and then every hour (nothing without a retention)."""
+    if stores.retention_days is None:
+        return
+    while True:
+        try:
+            await stores.prune()
+        except StorageError as error:
+            print(f"warning: pruning old conversations failed: {error.message}", file=sys.stderr)
+        await anyio.sleep(_PRUNE_EVERY_S)
+
+
+def build_app(options: Mapping[str, Any], target: ChatTarget | None = None) -> Any:
+    """The served app for ``options`` (see :func:`serve`), with its owning lifespan.
+
+    ``options["kind"]`` is ``"app"`` (``target``, or ``options["target"]``, a reference) or
+    ``"docs"`` (a docs folder's assistant).
+    """
+    retention = options.get("retention_days") or None
+    api_key = options.get("api_key") or None
+    if options.get("kind") == "docs":
+        from agentskit_chat.assistant import create_docs_assistant  # noqa: PLC0415
+
+        from ._docs_app import create_docs_assistant_app  # noqa: PLC0415
+
+        stores = open_chat_stores(options["store"], retention_days=retention)
+        index = options.get("index")
+        assistant = create_docs_assistant(
+            options["docs_dir"],
+            index_path=None if index is None else Path(index),
+            model=options.get("model"),
+            agent=options.get("agent"),
+            api_key=api_key,
+            session_store=stores.ask_sessions,
+        )
+        app = create_docs_assistant_app(
+            assistant, stores=stores, chat_timeout=options.get("timeout", 30.0)
+        )
+        return _owning_lifespan(app, app.state.chat_site, stores)
+    chosen = target if target is not None else load_chat_target(options["target"])
+    app = create_app(
+        chosen,
+        store=options["store"],
+        api_key=api_key,
+        timeout=options.get("timeout", 30.0),
+        retention_days=retention,
+    )
+    return _owning_lifespan(app, app.state.chat_site, None)
+
+
+def worker_app() -> Any:
+    """The app of one worker process of :func:`serve` (an ASGI app factory for uvicorn).
+
+    Its options come from :data:`WORKER_ENV`; the API key from :data:`API_KEY_ENV`.
+    """
+    options = json.loads(os.environ[WORKER_ENV])
+    options["api_key"] = os.environ.get(API_KEY_ENV)
+    return build_app(options)
+
+
+def _url(sock: socket.socket) -> str:
+    address = sock.getsockname()
+    host, port = address[0], address[1]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def _server(config: Any, on_ready: Callable[[str], None]) -> Any:
+    import uvicorn  # noqa: PLC0415 - the server extra is optional
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started and self.servers and self.servers[0].sockets:
+                on_ready(_url(self.servers[0].sockets[0]))
+
+    return Server(config)
+
+
+def _announce_when_ready(url: str, ready: Callable[[str], None]) -> None:
+    """Call ``ready(url)`` once a worker answers ``/healthz``."""
+    import httpx  # noqa: PLC0415 - the server extra is optional
+
+    deadline = time.monotonic() + _READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                ready(url)
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+
+
+def _ignore(url: str) -> None:
+    return None
+
+
+def serve(
+    target: ChatTarget | str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    store: str = "memory:",
+    api_key: str | None = None,
+    workers: int = 1,
+    reload: bool = False,
+    timeout: float = 30.0,
+    retention_days: float | None = None,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve a chat on uvicorn until Ctrl+C: the page at ``/``, ``/api/chat``, ``/healthz``.
+
+    Args:
+        target: A chat definition or factory (see :func:`create_app`), or a reference such as
+            ``"app.py:chat"`` or ``"package.module:chat"`` — required with ``workers > 1`` or
+            ``reload``, since every process imports it.
+        host: The address to listen on. Anything but loopback needs ``api_key``.
+        port: The port (``0`` picks a free one; ``on_ready`` is told the URL).
+        store: Where sessions and messages live (``memory:``, ``sqlite:///chat.db``,
+            ``postgresql://...``, ``redis://...``); PostgreSQL or Redis beyond one machine.
+        api_key: The key clients send as ``Authorization: Bearer <key>``.
+        workers: Worker processes sharing the socket and the store.
+        reload: Restart when a file under the target's folder changes (development).
+        timeout: The deadline of one chat turn, in seconds.
+        retention_days: Delete conversations idle longer than this (hourly); ``None`` keeps them.
+        on_ready: Told the URL once the server answers.
+
+    Raises:
+        ConfigurationError: an unusable target or option (a remote host without a key, an
+            in-memory store or a non-reference target with several workers or reloading).
+        ImportError: the ``server`` extra is not installed.
+
+    Example::
+
+        from agentskit_chat import serve
+        serve("app.py:chat", store="sqlite:///chat.db")
+    """
+    options = {
+        "kind": "app",
+        "store": store,
+        "timeout": timeout,
+        "retention_days": retention_days,
+    }
+    run(
+        options,
+        target,
+        host=host,
+        port=port,
+        api_key=api_key,
+        workers=workers,
+        reload=reload,
+        on_ready=on_ready,
+    )
+
+
+def run(
+    options: Mapping[str, Any],
+    target: ChatTarget | str | None,
+    *,
+    host: str,
+    port: int,
+    api_key: str | None,
+    workers: int,
+    reload: bool,
+    on_ready: Callable[[str], None] | None,
+) -> None:
+    """:func:`serve` with the options of :func:`build_app` (how ``agentskit-chat serve``
+    serves a chat or a docs folder).
+
+    Raises:
+        ConfigurationError: see :func:`serve`.
+    """
+    from ._auth import is_loopback  # noqa: PLC0415
+
+    if not api_key and not (host.lower() == "localhost" or is_loopback(host)):
+        raise ConfigurationError(
+            f"serving on {host} would expose the chat beyond this machine: set an API key "
+            "(--api-key or AGENTSKIT_API_KEY), or listen on 127.0.0.1"
+        )
+    if workers < 1:
+        raise ConfigurationError("workers must be at least 1")
+    if workers > 1 and reload:
+        raise ConfigurationError("reloading runs one worker: leave out workers or reload")
+    chosen: dict[str, Any] = dict(options)
+    several = workers > 1 or reload
+    if chosen.get("kind", "app") == "app":
+        if isinstance(target, str):
+            chosen["target"] = target
+        elif several:
+            raise ConfigurationError(
+                "with several workers or reloading, name the chat by reference "
+                "(for example 'app.py:chat'), so every process can import it"
+            )
+    if several and chosen["store"] == "memory:":
+        raise ConfigurationError(
+            "memory: keeps sessions in one process: use sqlite:///, postgresql:// or redis:// "
+            "with several workers or reloading"
+        )
+    ready = on_ready or _ignore
+    import uvicorn  # noqa: PLC0415 - the server extra is optional
+
+    if several:
+        _serve_processes(
+            chosen,
+            host=host,
+            port=port,
+            workers=workers,
+            reload=reload,
+            api_key=api_key,
+            ready=ready,
+        )
+        return
+    definition = None if isinstance(target, str) else target
+    app = build_app({**chosen, "api_key": api_key}, definition)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    server = _server(config, ready)
+    try:
+        server.run()
+    except SystemExit as exit_:  # uvicorn exits with 3 when it cannot start
+        if exit_.code not in (0, None):
+            raise ConfigurationError("the server did not start") from None
+        raise
+    if server.started is False:
+        raise ConfigurationError("the server did not start")
+
+
+def _serve_processes(
+    options: Mapping[str, Any],
+    *,
+    host: str,
+    port: int,
+    workers: int,
+    reload: bool,
+    api_key: str | None,
+    ready: Callable[[str], None],
+) -> None:
+    """Run uvicorn worker processes (or one reloading process) on one socket."""
+    import uvicorn  # noqa: PLC0415 - the server extra is optional
+
+    os.environ[WORKER_ENV] = json.dumps(options)
+    if api_key:
+        os.environ[API_KEY_ENV] = api_key
+    reload_dirs: list[str] | None = None
+    if reload:
+        reference = str(options.get("target") or options.get("docs_dir") or ".")
+        where = reference.rpartition(":")[0] or reference
+        folder = Path(where).parent if where.endswith(".py") else Path(where)
+        reload_dirs = [str((folder if folder.is_dir() else Path.cwd()).resolve())]
+    config = uvicorn.Config(
+        "agentskit_chat.server._run:worker_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=None if reload else workers,
+        reload=reload,
+        reload_dirs=reload_dirs,
+        log_level="warning",
+        lifespan="on",
+    )
+    from uvicorn.supervisors import ChangeReload, Multiprocess  # noqa: PLC0415
+
+    try:
+        sock = config.bind_socket()
+    except SystemExit:  # uvicorn logs why it could not bind, then exits
+        raise ConfigurationError("the server did not start") from None
+    url = _url(sock)
+    threading.Thread(target=_announce_when_ready, args=(url, ready), daemon=True).start()
+    try:
+        if reload:
+            server = uvicorn.Server(config)
+            ChangeReload(config, target=server.run, sockets=[sock]).run()
+        else:
+            Multiprocess(config, sockets=[sock]).run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
