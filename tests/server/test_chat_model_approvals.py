@@ -14,8 +14,19 @@ from typing import Any
 import httpx
 import pytest
 
-from agentskit_chat.conversation import ChatDefinition, InMemorySessionStorage
+from agentskit_chat.actions import DEFAULT_CONFIRMATION_TTL_MS
+from agentskit_chat.conversation import (
+    ChatDefinition,
+    InMemorySessionStorage,
+    create_chat_session,
+    resume_chat_session,
+)
+from agentskit_chat.conversation._session import epoch_ms
+from agentskit_chat.protocol import ToolCall
+from agentskit_chat.runtime import ChatMessage
 from agentskit_chat.server import create_chat_app
+from agentskit_chat.server._chat_approvals import record_waiting_calls, waiting_calls
+from tests.agents._pydantic_ai_fakes import T0
 from tests.conversation._support import Clock
 from tests.server._approval_support import OPENING, Policy, TicketDesk, desk_definition
 from tests.server._chat_support import JSON, Memories, lines, submit
@@ -272,3 +283,62 @@ async def test_a_later_turn_records_only_new_waiting_calls() -> None:
     assert [r["token"] for r in desk.records()] == tokens
     assert calls(approved)["call-r2"]["result"] == "TICKET-r2"
     assert desk.desk.runs == ["open_ticket:r2"]
+
+
+# --- the records, directly --------------------------------------------------------------------
+
+
+def tool_message(message_id: str, *calls: tuple[str, str]) -> ChatMessage:
+    return ChatMessage(
+        id=message_id,
+        role="assistant",
+        content="",
+        created_at=T0,
+        tool_calls=tuple(
+            ToolCall.model_validate(
+                {"id": call_id, "name": "open_ticket", "args": {"ref": call_id}, "status": status}
+            )
+            for call_id, status in calls
+        ),
+    )
+
+
+async def test_each_waiting_call_gets_one_record_and_a_settled_one_none() -> None:
+    storage = InMemorySessionStorage()
+    session = create_chat_session(
+        desk_definition(TicketDesk()), session_id="s1", storage=storage, now=Clock()
+    )
+    messages = (
+        tool_message("a1", ("c1", "requires_confirmation"), ("c2", "complete")),
+        # c3 waited once, but the newest message carrying it says it ran.
+        tool_message("a2", ("c3", "requires_confirmation")),
+        tool_message("a3", ("c3", "complete"), ("c4", "requires_confirmation")),
+    )
+    assert [call.id for call in waiting_calls(messages)] == ["c1", "c4"]
+    assert await record_waiting_calls(session, messages) == 2
+    assert await record_waiting_calls(session, messages) == 0  # never twice
+    records = session.confirmations
+    assert [(r.tool_call_id, r.status) for r in records] == [
+        ("c1", "pending"),
+        ("c4", "pending"),
+    ]
+    assert records[0].expires_at == epoch_ms(Clock()()) + DEFAULT_CONFIRMATION_TTL_MS
+    resumed = await resume_chat_session(
+        desk_definition(TicketDesk()), session_id="s1", storage=storage, now=Clock()
+    )
+    assert resumed.confirmations == records  # saved with the session
+
+
+async def test_a_call_whose_id_cannot_name_a_record_is_left_without_one() -> None:
+    session = create_chat_session(
+        desk_definition(TicketDesk()),
+        session_id="s1",
+        storage=InMemorySessionStorage(),
+        now=Clock(),
+    )
+    # A decision could not name it either (``toolCallId`` must be a safe identifier).
+    messages = (
+        tool_message("a1", ("call 1", "requires_confirmation"), ("c2", "requires_confirmation")),
+    )
+    assert await record_waiting_calls(session, messages) == 1
+    assert [r.tool_call_id for r in session.confirmations] == ["c2"]
