@@ -16,6 +16,7 @@ from ._artifact import artifact_app
 from ._ask import ask_command
 from ._chat import chat_command
 from ._components import components_app
+from ._project import add_app, completion_command, enable_shell_completion, init_command
 from ._render_answer import render_answer_command
 from ._serve import serve_command
 
@@ -34,6 +35,9 @@ app.command("ask")(ask_command)
 app.command("serve")(serve_command)
 app.command("chat")(chat_command)
 app.command("render-answer")(render_answer_command)
+app.command("init")(init_command)
+app.add_typer(add_app, name="add")
+app.command("completion")(completion_command)
 
 
 def _print_version(value: bool) -> None:
@@ -60,4 +64,5 @@ def _root(
 
 def main() -> None:
     """Run the command line (the ``agentskit-chat`` console script)."""
+    enable_shell_completion()
     app()
