@@ -1,8 +1,9 @@
-"""``agentskit-chat chat``: the terminal chat, with a docs folder or a running server.
+"""``agentskit-chat chat``: the terminal chat, with your chat, a docs folder or a running server.
 
-``chat docs`` serves the folder's docs assistant in process (on 127.0.0.1, only while the chat
-runs) and talks to it over HTTP; ``chat --url URL`` talks to a server that is already running,
-such as ``agentskit-chat serve``. Ctrl+C quits with status 0.
+``chat app.py:chat`` serves your chat definition in process (on 127.0.0.1, only while the chat
+runs), ``chat docs`` the folder's docs assistant, and the terminal talks to it over HTTP;
+``chat --url URL`` talks to a server that is already running, such as ``agentskit-chat
+serve``. Ctrl+C quits with status 0.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import typer
 
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import TurnSnapshotCursor
+from agentskit_chat.server import ChatTarget, load_chat_target
 from agentskit_chat.tui import run_terminal_chat
 
 __all__ = ["chat_command"]
@@ -26,10 +28,11 @@ def _fail(message: str, code: int = 1) -> NoReturn:
 
 
 def chat_command(
-    docs_dir: Annotated[
-        Path | None,
+    target: Annotated[
+        str | None,
         typer.Argument(
-            help="The folder of Markdown to chat with (default: docs). Leave it out with --url.",
+            help="Your chat (app.py:chat, package.module:chat) or a folder of Markdown "
+            "(default: docs). Leave it out with --url.",
             show_default=False,
         ),
     ] = None,
@@ -60,7 +63,7 @@ def chat_command(
         str,
         typer.Option(
             "--store",
-            help="Where a docs folder's sessions live: memory: (default), sqlite:///chat.db, ...",
+            help="Where the chat's sessions live: memory: (default), sqlite:///chat.db, ...",
         ),
     ] = "memory:",
     model: Annotated[
@@ -72,9 +75,9 @@ def chat_command(
         ),
     ] = None,
 ) -> None:
-    """Chat with the docs assistant in the terminal (a docs folder, or --url of a server)."""
-    if url is not None and docs_dir is not None:
-        _fail("give a docs folder or --url, not both", 2)
+    """Chat in the terminal: with your chat (app.py:chat), a docs folder, or --url of a server."""
+    if url is not None and target is not None:
+        _fail("give a chat, a docs folder or --url, not more than one", 2)
     if url is not None and not url.startswith(("http://", "https://")):
         _fail(f"--url must be an http:// or https:// URL, not {url!r}", 2)
     if session is not None:
@@ -82,15 +85,34 @@ def chat_command(
             TurnSnapshotCursor(session)
         except ValueError:
             _fail(f"--session {session!r} is not a valid session id", 2)
-    folder = None if url is not None else (docs_dir or Path("docs"))
-    if folder is not None and not folder.is_dir():
-        hint = " (run it from your project, or name the folder: agentskit-chat chat DOCS_DIR)"
-        _fail(f"{folder}: the docs folder does not exist or is not a folder{hint}", 2)
+    definition: ChatTarget | None = None
+    folder: Path | None = None
+    if (
+        target is not None
+        and not Path(target).is_dir()
+        and (":" in target or target.endswith(".py"))
+    ):
+        if model is not None:
+            _fail("--model applies to a docs folder; your chat chooses its own model", 2)
+        try:
+            # Imported here, before the screen opens, so an error in it reads as usual.
+            definition = load_chat_target(target)
+        except ConfigurationError as error:
+            _fail(str(error), 2)
+    elif url is None:
+        folder = Path(target or "docs")
+        if not folder.is_dir():
+            hint = (
+                " (run it from your project, name the folder: agentskit-chat chat DOCS_DIR,"
+                " or name your chat: agentskit-chat chat app.py:chat)"
+            )
+            _fail(f"{folder}: the docs folder does not exist or is not a folder{hint}", 2)
 
     async def chat() -> int:
         return await run_terminal_chat(
             url=url,
             docs_dir=folder,
+            target=definition,
             api_key=api_key,
             session_id=session,
             theme=theme,

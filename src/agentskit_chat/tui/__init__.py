@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._client import ChatTurnClient, TurnFailure, TurnResult
-from ._local import local_docs_server
+from ._local import local_chat_server, local_docs_server
 from ._run import run_terminal_chat
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ __all__ = [
     "TerminalChatApp",
     "TurnFailure",
     "TurnResult",
+    "local_chat_server",
     "local_docs_server",
     "run_terminal_chat",
 ]

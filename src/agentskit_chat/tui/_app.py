@@ -35,7 +35,7 @@ COMMANDS_HELP: Final = (
     "Enter sends · /retry asks the last question again · /edit <text> changes your last "
     "question · /regenerate writes a new answer · Escape stops an answer · Ctrl+C quits"
 )
-_IDLE_HINT: Final = "Ask a question about the docs. /help lists the commands."
+_IDLE_HINT: Final = "Type a message and press Enter. /help lists the commands."
 _STREAMING_HINT: Final = "Answering… press Escape to stop."
 _CHOICE_HINT: Final = "Pick a choice: Up/Down or its number, then Enter (Tab: back to typing)."
 _CONFIRM_HINT: Final = "Decide: a approves, r rejects (or Up/Down, then Enter)."
@@ -279,8 +279,26 @@ class TerminalChatApp(App[None]):
         prompt = self.query_one("#prompt", Input)
         prompt.disabled = False
         prompt.focus()
+        self.run_worker(self._present(), group="page", exit_on_error=False)
         if self._session_id is not None:
             self.run_worker(self._resume(), group="turn", exit_on_error=False)
+
+    async def _present(self) -> None:
+        """Show the chat's own title, words and suggestions (when its server tells them)."""
+        assert self.client is not None
+        words = await self.client.page()
+        if words is None:
+            return
+        self.title = words.title
+        if words.subtitle:
+            self.sub_title = words.subtitle
+        lines = [line for line in (words.welcome_title, words.welcome) if line]
+        if words.suggestions:
+            lines.append("Try: " + " · ".join(words.suggestions))
+        lines.append(f"{_IDLE_HINT}\n{COMMANDS_HELP}")
+        self.query_one("#welcome", Static).update(Text("\n".join(lines)))
+        if words.placeholder:
+            self.query_one("#prompt", Input).placeholder = words.placeholder
 
     def show_startup_failure(self, message: str) -> None:
         """Show that the server did not start (the input stays disabled)."""

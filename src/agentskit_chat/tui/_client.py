@@ -14,9 +14,10 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
 import anyio
+from pydantic import BaseModel, ConfigDict, Field
 
 from agentskit_chat._drivers import require_extra
 from agentskit_chat.errors import ConfigurationError
@@ -28,6 +29,7 @@ from agentskit_chat.protocol import (
     TurnSnapshotCursor,
     decode_turn_event,
 )
+from agentskit_chat.protocol._decode import as_text, parse_candidate, validate_model
 from agentskit_chat.runtime._messages import format_message_timestamp
 
 if TYPE_CHECKING:
@@ -37,6 +39,7 @@ __all__ = [
     "BUSY",
     "INVALID_RESPONSE",
     "UNREACHABLE",
+    "ChatPageWords",
     "ChatTurnClient",
     "Decision",
     "OperationKind",
@@ -102,6 +105,22 @@ class TurnResult:
     def ok(self) -> bool:
         """The turn ran to its end, without a failure and without being stopped."""
         return self.failure is None and not self.stopped
+
+
+class ChatPageWords(BaseModel):
+    """The words of a chat as its server's ``/static/page.json`` gives them (unknown keys
+    ignored; every text bounded)."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
+
+    title: Annotated[str, Field(min_length=1, max_length=80)]
+    subtitle: Annotated[str, Field(max_length=200)] | None = None
+    welcome_title: Annotated[str | None, Field(alias="welcomeTitle", max_length=120)] = None
+    welcome: Annotated[str, Field(max_length=1000)] | None = None
+    suggestions: Annotated[
+        tuple[Annotated[str, Field(min_length=1, max_length=200)], ...], Field(max_length=8)
+    ] = ()
+    placeholder: Annotated[str, Field(max_length=120)] | None = None
 
 
 def _new_id() -> str:
@@ -291,6 +310,19 @@ class ChatTurnClient:
             {"input": text if text and text.strip() else f"/{kind}", "operation": operation},
             on_snapshot,
         )
+
+    async def page(self) -> ChatPageWords | None:
+        """The chat's title and words (``/static/page.json`` of a server that serves a chat
+        definition), or ``None`` when the server has none or answers something else."""
+        import httpx  # noqa: PLC0415 - the server extra is optional
+
+        try:
+            response = await self._http.get(self._base_url + "/static/page.json")
+        except httpx.HTTPError:
+            return None
+        if response.status_code != 200:
+            return None
+        return validate_model(ChatPageWords, parse_candidate(as_text(response.content)))
 
     async def resume(self) -> TurnResult:
         """Load the stored conversation (``GET ?sessionId=``) into the cursor."""

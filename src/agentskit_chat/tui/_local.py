@@ -1,6 +1,6 @@
-"""The docs assistant of a local folder, served in process for the terminal chat.
+"""A chat definition or a docs folder's assistant, served in process for the terminal chat.
 
-The terminal always talks HTTP, so a folder is served exactly like ``agentskit-chat serve``
+The terminal always talks HTTP, so a chat is served exactly like ``agentskit-chat serve``
 would serve it (the same app, the same ``/api/chat``), on 127.0.0.1 with a port the system
 picks, by a uvicorn server in the caller's own event loop. It stops when the block ends.
 """
@@ -17,10 +17,15 @@ import anyio
 from agentskit_chat._drivers import require_extra
 from agentskit_chat.assistant import create_docs_assistant
 from agentskit_chat.errors import ConfigurationError
-from agentskit_chat.server import create_docs_assistant_app
+from agentskit_chat.server import (
+    ChatTarget,
+    create_app,
+    create_docs_assistant_app,
+    load_chat_target,
+)
 from agentskit_chat.storage import open_chat_stores
 
-__all__ = ["local_docs_server"]
+__all__ = ["local_chat_server", "local_docs_server"]
 
 _STARTUP_TIMEOUT_S: Final = 300.0
 
@@ -37,6 +42,66 @@ def _quiet_server(config: Any) -> Any:
             yield
 
     return QuietServer(config)
+
+
+@contextlib.asynccontextmanager
+async def _serve_opened(app: Any) -> AsyncIterator[str]:
+    """Serve ``app`` (whose chat site is open) on 127.0.0.1 and yield its base URL."""
+    import uvicorn  # noqa: PLC0415 - the server extra is optional
+
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=0,
+        lifespan="off",
+        log_level="critical",
+        access_log=False,
+        timeout_graceful_shutdown=2,
+    )
+    server = _quiet_server(config)
+    async with anyio.create_task_group() as group:
+        group.start_soon(server.serve)
+        try:
+            with anyio.fail_after(_STARTUP_TIMEOUT_S):
+                while not server.started:
+                    if server.should_exit:
+                        raise RuntimeError("the local chat server did not start")
+                    await anyio.sleep(0.01)
+            port = server.servers[0].sockets[0].getsockname()[1]
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            # uvicorn finishes the open requests, then serve() returns.
+            server.should_exit = True
+
+
+@contextlib.asynccontextmanager
+async def local_chat_server(
+    target: ChatTarget | str,
+    *,
+    store: str = "memory:",
+    api_key: str | None = None,
+) -> AsyncIterator[str]:
+    """Serve a chat definition on 127.0.0.1 and yield its base URL (what
+    ``agentskit-chat chat app.py:chat`` talks to).
+
+    The definition is opened (its factory called, its context manager entered) before the URL
+    is yielded, and closed with the server when the block ends.
+
+    Args:
+        target: A chat definition, a factory, or a reference such as ``"app.py:chat"``.
+        store: Where chat sessions live (``memory:`` by default).
+        api_key: The key clients must send (the terminal client sends the same one).
+
+    Raises:
+        ConfigurationError: the reference or the definition is unusable.
+        ImportError: uvicorn or httpx is missing (names the ``server`` extra).
+        RuntimeError: the server did not start.
+    """
+    require_extra("The terminal chat", "tui", "uvicorn", "httpx")
+    chosen = load_chat_target(target) if isinstance(target, str) else target
+    app = create_app(chosen, store=store, api_key=api_key or None)
+    async with app.state.chat_site, _serve_opened(app) as base:
+        yield base
 
 
 @contextlib.asynccontextmanager
@@ -67,7 +132,6 @@ async def local_docs_server(
         RuntimeError: the server did not start.
     """
     require_extra("The terminal chat of a docs folder", "tui", "uvicorn", "httpx")
-    import uvicorn  # noqa: PLC0415 - the server extra is optional
 
     folder = Path(docs_dir)
     if not folder.is_dir():
@@ -78,26 +142,5 @@ async def local_docs_server(
     )
     async with stores, assistant:
         app = create_docs_assistant_app(assistant, stores=stores)
-        config = uvicorn.Config(
-            app,
-            host="127.0.0.1",
-            port=0,
-            lifespan="off",
-            log_level="critical",
-            access_log=False,
-            timeout_graceful_shutdown=2,
-        )
-        server = _quiet_server(config)
-        async with anyio.create_task_group() as group:
-            group.start_soon(server.serve)
-            try:
-                with anyio.fail_after(_STARTUP_TIMEOUT_S):
-                    while not server.started:
-                        if server.should_exit:
-                            raise RuntimeError("the local chat server did not start")
-                        await anyio.sleep(0.01)
-                port = server.servers[0].sockets[0].getsockname()[1]
-                yield f"http://127.0.0.1:{port}"
-            finally:
-                # uvicorn finishes the open requests, then serve() returns.
-                server.should_exit = True
+        async with app.state.chat_site, _serve_opened(app) as base:
+            yield base
