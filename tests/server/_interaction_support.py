@@ -3,13 +3,14 @@ page and terminal tests of component interactions."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from agentskit_chat.conversation import RouteContext
-from agentskit_chat.protocol import ComponentInteractEvent
+from agentskit_chat.protocol import ComponentInteractEvent, create_assistant_content_encoder
 from agentskit_chat.protocol._types import thaw
+from agentskit_chat.runtime import AdapterCapabilities, AdapterRequest, ChatSource, StreamChunk
 
 
 def _frame(key: str, instance_id: str, props: Mapping[str, Any], summary: str) -> dict[str, Any]:
@@ -133,3 +134,35 @@ def reply(event: ComponentInteractEvent) -> str:
         values = thaw(event.value)
         return f"Welcome, {values['name']} ({values['role']})!"
     return f"Hook: {event.instance_id} {event.event}"
+
+
+class FrameModel:
+    """A scripted model: a question in ``frames`` is answered with that frame, anything else
+    with ``Echo: <question>``. Records every question (the model ran once per entry)."""
+
+    capabilities: AdapterCapabilities | None = None
+
+    def __init__(self, frames: Mapping[str, Mapping[str, Any]]) -> None:
+        self.frames = dict(frames)
+        self.inputs: list[str] = []
+
+    def create_source(self, request: AdapterRequest) -> ChatSource:
+        last = next(m.content for m in reversed(request.messages) if m.role == "user")
+        self.inputs.append(last)
+        frame = self.frames.get(last)
+        if frame is None:
+            return _Reply(f"Echo: {last}")
+        encoder = create_assistant_content_encoder()
+        return _Reply(encoder.encode({"kind": "component", "frame": frame}))
+
+
+class _Reply:
+    def __init__(self, text: str) -> None:
+        self._text = text
+
+    def abort(self) -> None:
+        return None
+
+    async def stream(self) -> AsyncIterator[StreamChunk]:
+        yield StreamChunk("text", content=self._text)
+        yield StreamChunk("done")

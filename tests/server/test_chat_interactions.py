@@ -10,7 +10,6 @@ it. Every refusal happens before anything runs.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -23,13 +22,9 @@ from agentskit_chat.conversation import (
     RouteContext,
     define_chat,
 )
-from agentskit_chat.protocol import ComponentInteractEvent, create_assistant_content_encoder
+from agentskit_chat.protocol import ComponentInteractEvent
 from agentskit_chat.runtime import (
-    AdapterCapabilities,
-    AdapterRequest,
     ChatConfig,
-    ChatSource,
-    StreamChunk,
 )
 from agentskit_chat.server import create_chat_app
 from agentskit_chat.storage import open_chat_stores
@@ -40,6 +35,7 @@ from tests.server._interaction_support import (
     NEXT_STEP,
     PUBLISH_APPROVAL,
     SIGNUP_FORM,
+    FrameModel,
     RecordingHook,
     interaction,
     reply,
@@ -420,43 +416,11 @@ async def test_an_edited_interaction_message_is_plain_text() -> None:
     assert edited["messages"][-1]["content"] == "Echo: Actually, wait"
 
 
-class FormModel:
-    """Shows the sign-up form when asked to "sign up"; echoes anything else."""
-
-    capabilities: AdapterCapabilities | None = None
-
-    def __init__(self) -> None:
-        self.inputs: list[str] = []
-
-    def create_source(self, request: AdapterRequest) -> ChatSource:
-        last = next(m.content for m in reversed(request.messages) if m.role == "user")
-        self.inputs.append(last)
-        return _Reply(last)
-
-
-class _Reply:
-    def __init__(self, text: str) -> None:
-        self._text = text
-
-    def abort(self) -> None:
-        return None
-
-    async def stream(self) -> AsyncIterator[StreamChunk]:
-        if self._text == "sign up":
-            encoder = create_assistant_content_encoder()
-            yield StreamChunk(
-                "text", content=encoder.encode({"kind": "component", "frame": SIGNUP_FORM})
-            )
-        else:
-            yield StreamChunk("text", content=f"Echo: {self._text}")
-        yield StreamChunk("done")
-
-
 async def test_a_form_shown_by_one_worker_is_submitted_once_through_any_worker(
     tmp_path: Path,
 ) -> None:
     store = f"sqlite:///{tmp_path / 'chat.db'}"
-    model = FormModel()
+    model = FrameModel({"sign up": SIGNUP_FORM})
     hook = RecordingHook()
     definition = define_chat(id="signup", chat=ChatConfig(adapter=model), on_interaction=hook)
 

@@ -3,6 +3,7 @@
 import {
   SnapshotCursor,
   decodeContent,
+  interactionOf,
   isSafeId,
   newId,
   readLines,
@@ -33,6 +34,7 @@ const page = {
   streaming: false,
   abort: null,
   rendered: new Map(), // message id -> {signature, node}
+  drafts: new Map(), // form instance id -> {field id: what was typed}, kept across renders
   lastSubmit: null,
 };
 
@@ -40,6 +42,7 @@ function startSession(id) {
   page.sessionId = id;
   page.cursor = new SnapshotCursor(id);
   page.rendered.clear();
+  page.drafts.clear();
   log.replaceChildren();
   localStorage.setItem(SESSION_KEY, id);
 }
@@ -156,7 +159,11 @@ function messageNode(message, context) {
   const ctx = {
     interactive: context.latest && !page.streaming,
     select: (frame, choice) => choose(frame, choice),
-    send: (text) => send(text),
+    interact: (frame, event, value, text) => interact(frame, event, value, text),
+    decide: (toolCallId, decision) => decide(toolCallId, decision),
+    pendingCall: (instanceId) =>
+      (message.toolCalls || []).find((call) => call.id === instanceId && call.status === "requires_confirmation"),
+    draft: (instanceId) => draftOf(instanceId),
     retry: () => operate("retry"),
   };
   node.append(renderContent(message, ctx), ...renderToolCalls(message, ctx));
@@ -331,6 +338,17 @@ function send(text) {
 function choose(frame, choice) {
   // A list is answered once: its buttons are disabled by the render that follows.
   submit(choice.label, { selection: selectEvent(frame, choice.id) });
+}
+
+function interact(frame, event, value, text) {
+  // A frame answers once: the render that follows the answer disables it. A refusal leaves it
+  // as it was (a form keeps what was typed) and says why in the notice.
+  submit(text.trim() ? text : event, { interaction: interactionOf(frame, event, value) });
+}
+
+function draftOf(instanceId) {
+  if (!page.drafts.has(instanceId)) page.drafts.set(instanceId, {});
+  return page.drafts.get(instanceId);
 }
 
 function decide(toolCallId, decision) {

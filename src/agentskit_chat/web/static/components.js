@@ -174,7 +174,7 @@ function buttonGroup(frame, ctx) {
     const node = button(
       item.label,
       `choice variant-${item.variant || "secondary"}`,
-      () => ctx.select(frame, item),
+      () => ctx.interact(frame, "select", item.id, item.label),
       item.disabled || !ctx.interactive,
     );
     node.dataset.choice = item.id;
@@ -183,9 +183,29 @@ function buttonGroup(frame, ctx) {
   return root;
 }
 
+// A form's values as the server checks them: a checkbox a boolean, a number a number (or the
+// text the browser could not read as one), any other field its text; empty fields left out.
+function formValues(root, fields) {
+  const values = {};
+  for (const field of fields) {
+    const input = root.elements.namedItem(field.id);
+    if (field.type === "checkbox") {
+      values[field.id] = input.checked;
+    } else if (input.value !== "") {
+      const number = field.type === "number" ? input.valueAsNumber : NaN;
+      values[field.id] = Number.isFinite(number) ? number : input.value;
+    }
+  }
+  return values;
+}
+
+// The server validates a submitted form (one rule for every interface) and its refusal names
+// the field, so the browser's own checks are off; what was typed survives every re-render.
 function form(frame, ctx) {
   const { props } = frame;
+  const draft = ctx.draft(frame.instanceId);
   const root = frameRoot(frame, "form");
+  root.noValidate = true;
   root.setAttribute("aria-label", props.title || "Form");
   if (props.title) root.append(el("h3", null, props.title));
   const fieldset = el("fieldset");
@@ -198,6 +218,9 @@ function form(frame, ctx) {
     let input;
     if (field.type === "select") {
       input = el("select");
+      const none = el("option", null, "Choose…");
+      none.value = "";
+      input.append(none);
       for (const option of field.options || []) {
         const node = el("option", null, option.label);
         node.value = option.id;
@@ -211,6 +234,10 @@ function form(frame, ctx) {
     input.id = id;
     input.name = field.id;
     input.required = Boolean(field.required) && field.type !== "checkbox";
+    if (field.id in draft) {
+      if (field.type === "checkbox") input.checked = draft[field.id];
+      else input.value = draft[field.id];
+    }
     if (field.type === "checkbox") row.append(input, label);
     else row.append(label, input);
     fieldset.append(row);
@@ -219,27 +246,40 @@ function form(frame, ctx) {
   submit.type = "submit";
   fieldset.append(submit);
   root.append(fieldset);
+  const remember = (event) => {
+    const input = event.target;
+    if (input && input.name) draft[input.name] = input.type === "checkbox" ? input.checked : input.value;
+  };
+  root.addEventListener("input", remember);
+  root.addEventListener("change", remember);
   root.addEventListener("submit", (event) => {
     event.preventDefault();
+    // What a server that does not know interactions answers instead.
     const lines = props.fields.map((field) => {
       const input = root.elements.namedItem(field.id);
       const value = field.type === "checkbox" ? (input.checked ? "yes" : "no") : input.value;
       return `${field.label}: ${value}`;
     });
-    ctx.send(lines.join("\n"));
+    ctx.interact(frame, "submit", formValues(root, props.fields), lines.join("\n"));
   });
   return root;
 }
 
-function twoButtons(frame, ctx, title, message, yes, no) {
+// A confirmation or an approval request. When a tool call of the same message waits under the
+// frame's instance id, the click decides that call (`payload.confirmation`); otherwise it is
+// the component's own event (`payload.interaction`).
+function twoButtons(frame, ctx, title, message, [yes, yesEvent], [no, noEvent]) {
   const root = frameRoot(frame, "div");
   root.setAttribute("role", "group");
   root.setAttribute("aria-label", title);
   root.append(el("h3", null, title), el("p", null, message));
   const row = el("div", "actions");
+  const call = ctx.pendingCall(frame.instanceId);
+  const act = (event, label, decision) => () =>
+    call ? ctx.decide(call.id, decision) : ctx.interact(frame, event, undefined, label);
   row.append(
-    button(yes, "primary", () => ctx.send(yes), !ctx.interactive),
-    button(no, "secondary", () => ctx.send(no), !ctx.interactive),
+    button(yes, "primary", act(yesEvent, yes, "approve"), !ctx.interactive),
+    button(no, "secondary", act(noEvent, no, "reject"), !ctx.interactive),
   );
   root.append(row);
   return root;
@@ -381,14 +421,20 @@ const RENDERERS = {
   "choice-list": choiceList,
   form,
   confirmation: (frame, ctx) =>
-    twoButtons(frame, ctx, frame.props.title, frame.props.message, frame.props.confirmLabel, frame.props.cancelLabel),
+    twoButtons(frame, ctx, frame.props.title, frame.props.message, [frame.props.confirmLabel, "confirm"], [
+      frame.props.cancelLabel,
+      "cancel",
+    ]),
   progress,
   "source-list": sourceList,
   "link-card": linkCard,
   "error-notice": errorNotice,
   "tool-call": toolCall,
   "approval-request": (frame, ctx) =>
-    twoButtons(frame, ctx, frame.props.title, frame.props.description, frame.props.approveLabel, frame.props.denyLabel),
+    twoButtons(frame, ctx, frame.props.title, frame.props.description, [frame.props.approveLabel, "approve"], [
+      frame.props.denyLabel,
+      "deny",
+    ]),
   table,
   "file-attachment": fileAttachment,
 };
@@ -403,7 +449,8 @@ export function renderFallback(frame) {
 
 /**
  * A frame as an element: its renderer when it resolves, else its fallback.
- * `ctx`: {interactive, select(frame, choice), send(text), retry()}.
+ * `ctx`: {interactive, select(frame, choice), interact(frame, event, value, text),
+ * decide(toolCallId, decision), pendingCall(instanceId), draft(instanceId), retry()}.
  */
 export function renderFrame(frame, ctx) {
   if (!resolves(frame)) return renderFallback(frame);

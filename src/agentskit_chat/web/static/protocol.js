@@ -18,7 +18,10 @@ export function newId(prefix) {
   return `${prefix}-${crypto.randomUUID()}`;
 }
 
-/** A `client.turn.submit` event; `extra` may carry selection, confirmation or operation. */
+/**
+ * A `client.turn.submit` event; `extra` may carry selection, interaction, confirmation or
+ * operation.
+ */
 export function submitEvent(sessionId, input, extra = {}) {
   return {
     protocol: TURN_PROTOCOL,
@@ -31,6 +34,16 @@ export function submitEvent(sessionId, input, extra = {}) {
     event: "client.turn.submit",
     payload: { input, ...extra },
   };
+}
+
+/**
+ * `payload.interaction` for a shown frame: `{instanceId, componentKey, event, value?}`
+ * (`value` is left out when `undefined`; `null` is a value).
+ */
+export function interactionOf(frame, event, value) {
+  const interaction = { instanceId: frame.instanceId, componentKey: frame.componentKey, event };
+  if (value !== undefined) interaction.value = value;
+  return interaction;
 }
 
 /** The component `select` event for one choice of a shown frame. */
