@@ -139,14 +139,15 @@ def add_component(
     directory: Path,
     name: str,
     *,
-    create: Callable[[Path, str], None] = _create,
+    create: Callable[[Path, str], None] | None = None,
 ) -> list[str]:
     """Write the files of a component called ``name`` into the project at ``directory``.
 
     Args:
         directory: The project (made by ``agentskit-chat init``); links are followed.
         name: What the user typed (see :func:`component_names`).
-        create: Creates one file exclusively (for tests that make a write fail).
+        create: Creates one file; by default exclusively, never through a link (tests pass
+            one that fails).
 
     Returns:
         The sorted relative paths written.
@@ -159,6 +160,7 @@ def add_component(
     """
     names = component_names(name)
     root = _project_root(directory)
+    create = create or _create
     values = {
         "KEY": names.key,
         "MODULE": names.module,

@@ -316,7 +316,7 @@ def init_project(
     target: Path,
     template: Template,
     *,
-    write: Callable[[Path, str], None] = _write_new,
+    write: Callable[[Path, str], None] | None = None,
 ) -> list[str]:
     """Write a new ``template`` project at ``target``, named after its last path component.
 
@@ -324,7 +324,8 @@ def init_project(
         target: Where the project goes; it must not exist (not even as an empty folder). Its
             parent folders are created as needed.
         template: ``web``, ``terminal`` or ``fastapi``.
-        write: Creates one file (for tests that make a write fail).
+        write: Creates one file; by default exclusively, with its folders (tests pass one that
+            fails).
 
     Returns:
         The sorted relative paths of the files written.
@@ -337,6 +338,7 @@ def init_project(
     target = Path(os.path.abspath(target))
     name = check_target(target)
     files = project_files(name, template)
+    write = write or _write_new
     created: list[Path] = []
     staging: Path | None = None
     published = False
