@@ -1,9 +1,12 @@
-"""One worker of the model-approval race: ``uvicorn tests.server._approval_app:app --factory``.
+"""The help desk chat (:mod:`tests.server._approval_support`) as a worker of the approval race.
 
-It serves the help desk chat (:mod:`tests.server._approval_support`) at ``/api/chat`` on the
-stores named by ``AGENTSKIT_APPROVAL_STORE`` (a store URL every worker shares); each run of a
-tool appends ``<ref> <worker>`` to the file ``AGENTSKIT_APPROVAL_LOG``, the worker being
-``AGENTSKIT_APPROVAL_WORKER``.
+Two ways to run it, each run of a tool appending ``<ref> <worker>`` to the file named by
+``AGENTSKIT_APPROVAL_LOG``:
+
+- ``uvicorn tests.server._approval_app:app --factory``: one process serving ``/api/chat`` on
+  the stores ``AGENTSKIT_APPROVAL_STORE`` names, the worker called ``AGENTSKIT_APPROVAL_WORKER``;
+- ``agentskit-chat serve tests.server._approval_app:chat --workers 2 --store URL``: each
+  worker process builds the chat once, and is called ``pid<its process id>``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.routing import Route
 
+from agentskit_chat.conversation import ChatDefinition
 from agentskit_chat.server import create_chat_app
 from agentskit_chat.storage import open_chat_stores
 from tests.server._approval_support import TicketDesk, desk_definition
@@ -40,3 +44,10 @@ def app() -> Starlette:
             yield
 
     return Starlette(routes=[Route("/api/chat", chat, methods=["GET", "POST"])], lifespan=lifespan)
+
+
+def chat() -> ChatDefinition:
+    """The chat target of ``agentskit-chat serve`` (called once in each worker process)."""
+    return desk_definition(
+        TicketDesk(log=os.environ["AGENTSKIT_APPROVAL_LOG"], worker=f"pid{os.getpid()}")
+    )
