@@ -110,7 +110,9 @@ def load_chat_target(reference: str) -> ChatTarget:
         try:
             module = importlib.import_module(where)
         except ModuleNotFoundError as error:
-            if error.name is not None and where.startswith(error.name):
+            # Only the named module (or a package of it) missing is ours to report; a missing
+            # import inside the user's module keeps its own error.
+            if error.name is not None and f"{where}.".startswith(f"{error.name}."):
                 raise ConfigurationError(f"{where}: no such module") from None
             raise
     value: Any = module

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -222,13 +223,13 @@ def render_page_bundle(page: ChatPage | None, manifest: ComponentManifest) -> Pa
         "{{suggestions}}": suggestions,
         "{{placeholder}}": html.escape(page.placeholder),
     }
-    text = _TEMPLATE
-    for marker, value in fills.items():
-        text = text.replace(marker, value)
+    # One pass over the template: a chat's own text that looks like a marker stays text.
+    text = _MARKER.sub(lambda found: fills[found.group(0)], _TEMPLATE)
     return PageBundle(text.encode(), files)
 
 
 _TEMPLATE: Final = read_asset("index.html").decode()
+_MARKER: Final = re.compile(r"\{\{[a-z_]+\}\}")
 
 
 class WebPage:
