@@ -1,0 +1,1 @@
+"""The onboarding reference application (run app.py; see README.md)."""

@@ -1,0 +1,1 @@
+"""The operations reference application (run app.py; see README.md)."""

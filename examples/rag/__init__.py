@@ -1,0 +1,1 @@
+"""The rag reference application (run app.py; see README.md)."""

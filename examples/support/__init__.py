@@ -1,0 +1,1 @@
+"""The support reference application (run app.py; see README.md)."""

@@ -1,0 +1,1 @@
+"""Tests of the reference applications in examples/."""
