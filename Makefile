@@ -24,8 +24,8 @@ serve: install
 	$(VENV)/bin/agentskit-chat serve docs
 
 lint: install
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/ruff format --check src tests bench examples
 
 typecheck: install
 	$(VENV)/bin/mypy
