@@ -67,8 +67,9 @@ def _record_id(tool_call_id: str) -> str:
 class _Proposed:
     """The upstream of a confirmation that records a call the model already proposed.
 
-    The call is in the conversation already, so proposing it returns it as it is (as the
-    controller does for a call id it knows); this upstream never decides anything.
+    The call is in the conversation already, so proposing returns it as it is, with the
+    model's own id rather than the ``app-`` id a proposal asks for: the record is bound to that
+    call. This upstream never decides anything (the controller does, when a human decides).
     """
 
     def __init__(self, call: ToolCall) -> None:
