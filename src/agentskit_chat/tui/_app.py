@@ -9,24 +9,24 @@ the screen keeps answering keys (Escape stops the stream) while the answer arriv
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import ClassVar, Final
+from typing import Any, ClassVar, Final
 
 from rich.console import Group
 from rich.text import Text
-from textual import events
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Header, Input, OptionList, Static
-from textual.widgets.option_list import Option
 
 from agentskit_chat.components import select_choice
 from agentskit_chat.protocol import SnapshotEvent
 
 from ._client import ChatTurnClient, Decision, OperationKind, TurnResult
-from ._render import ChoicePrompt, PendingConfirmation, RenderedMessage, plain_text
+from ._panel import ComponentPanel, ComponentPicker
+from ._prompts import ButtonPrompt, FormPrompt, InteractivePrompt
+from ._render import ChoicePrompt, PendingConfirmation, Prompt, RenderedMessage, plain_text
 from ._theme import THEME_NAMES, ThemeChoice, chat_theme, textual_theme
-from ._transcript import Transcript, build_transcript
+from ._transcript import Transcript, answered_choices, build_transcript
 
 __all__ = ["COMMANDS_HELP", "TerminalChatApp"]
 
@@ -39,7 +39,10 @@ _IDLE_HINT: Final = "Type a message and press Enter. /help lists the commands."
 _STREAMING_HINT: Final = "Answering… press Escape to stop."
 _CHOICE_HINT: Final = "Pick a choice: Up/Down or its number, then Enter (Tab: back to typing)."
 _CONFIRM_HINT: Final = "Decide: a approves, r rejects (or Up/Down, then Enter)."
+_FORM_HINT: Final = "Fill in the form: Tab moves between fields, Enter submits."
+_BUTTONS_HINT: Final = "Choose a button: Tab moves between them, Enter presses."
 _CHOICE_UNAVAILABLE: Final = "CHOICE_UNAVAILABLE"
+_INTERACTION_UNAVAILABLE: Final = "INTERACTION_UNAVAILABLE"
 
 TurnStart = Callable[[Callable[[SnapshotEvent], None]], Awaitable[TurnResult]]
 
@@ -74,79 +77,6 @@ _ROLE_LABELS: Final = {"user": "You", "assistant": "Assistant", "tool": "Tool", 
 def _with_role(rendered: RenderedMessage) -> Group:
     label = Text(_ROLE_LABELS.get(rendered.role, rendered.role), style="bold")
     return Group(label, rendered.renderable)
-
-
-class ComponentPicker(OptionList):
-    """The keyboard of the latest unresolved component: a choice list or a confirmation.
-
-    Up/Down move, a digit jumps to that choice, Enter picks; for a confirmation ``a`` approves
-    and ``r`` rejects at once. Any other printable key goes to the input, so typing a question
-    needs no Tab first.
-    """
-
-    DEFAULT_CSS = """
-    ComponentPicker {
-        height: auto;
-        max-height: 12;
-        border: round $primary;
-        background: $surface;
-        margin: 0 1;
-    }
-    """
-
-    def __init__(self) -> None:
-        super().__init__(id="picker")
-        self.owner: ChoicePrompt | PendingConfirmation | None = None
-        self._digits = ""
-
-    def own(self, owner: ChoicePrompt | PendingConfirmation | None) -> None:
-        """Show ``owner``'s options (or hide when ``None``)."""
-        self.owner = owner
-        self._digits = ""
-        self.clear_options()
-        if isinstance(owner, ChoicePrompt):
-            self.border_title = "Choose one"
-            self.add_options(
-                Option(f"{index + 1}. {owner.caption(index)}", id=str(index))
-                for index in range(len(owner.choices))
-            )
-        elif owner is not None:
-            self.border_title = f"Run {owner.name}?"
-            self.add_options(
-                [
-                    Option(f"a. {owner.approve_label}", id="approve"),
-                    Option(f"r. {owner.reject_label}", id="reject"),
-                ]
-            )
-        self.highlighted = 0 if owner is not None else None
-        self.display = owner is not None
-
-    def on_key(self, event: events.Key) -> None:
-        character = event.character
-        if character is None or not character.isprintable() or event.key == "space":
-            self._digits = ""
-            return
-        event.stop()
-        event.prevent_default()
-        if character.isdigit():
-            self._jump(character)
-        elif isinstance(self.owner, PendingConfirmation) and character.lower() in "ar":
-            self.highlighted = 0 if character.lower() == "a" else 1
-            self.action_select()
-        else:
-            self._digits = ""
-            prompt = self.app.query_one("#prompt", Input)
-            prompt.focus()
-            prompt.insert_text_at_cursor(character)
-
-    def _jump(self, digit: str) -> None:
-        count = self.option_count
-        wanted = self._digits + digit
-        if not 1 <= int(wanted) <= count:
-            wanted = digit
-        self._digits = wanted if int(wanted) * 10 <= count else ""
-        if 1 <= int(wanted) <= count:
-            self.highlighted = int(wanted) - 1
 
 
 class TerminalChatApp(App[None]):
@@ -200,6 +130,8 @@ class TerminalChatApp(App[None]):
         self.transcript: Transcript | None = None
         self._views: dict[str, MessageView] = {}
         self._picked: dict[str, str] = {}
+        #: What a form's widgets held when it was submitted, shown again after a refusal.
+        self._drafts: dict[str, dict[str, Any]] = {}
         self._decided: set[str] = set()
         self._owner_key: str | None = None
         self._notice = ""
@@ -216,6 +148,7 @@ class TerminalChatApp(App[None]):
             yield Static(self._starting, id="welcome")
         yield Static(id="notice")
         yield ComponentPicker()
+        yield ComponentPanel()
         yield Static(_IDLE_HINT, id="hint")
         yield Input(placeholder="Ask a question…", id="prompt", select_on_focus=False)
         yield Footer()
@@ -225,6 +158,7 @@ class TerminalChatApp(App[None]):
             self.register_theme(textual_theme(choice))
         self.theme = THEME_NAMES[self._palette]
         self.query_one(ComponentPicker).own(None)
+        self.query_one(ComponentPanel).own(None, {})
         prompt = self.query_one("#prompt", Input)
         self._mounted_once = True
         if self._startup_failure is not None:
@@ -258,9 +192,9 @@ class TerminalChatApp(App[None]):
         return [plain_text(view.rendered.renderable, width) for view in views]
 
     @property
-    def keyboard_owner(self) -> ChoicePrompt | PendingConfirmation | None:
+    def keyboard_owner(self) -> Prompt | PendingConfirmation | None:
         """The component that owns the keyboard now, if any."""
-        return self.query_one(ComponentPicker).owner
+        return self.query_one(ComponentPicker).owner or self.query_one(ComponentPanel).owner
 
     # --- connecting ---------------------------------------------------------------------
 
@@ -337,6 +271,8 @@ class TerminalChatApp(App[None]):
 
     async def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
+        if event.input.id != "prompt":
+            return
         text = event.value.strip()
         if not text:
             return
@@ -440,6 +376,41 @@ class TerminalChatApp(App[None]):
         self._start(run)
         return True
 
+    def answer(
+        self,
+        prompt: InteractivePrompt,
+        interaction: dict[str, Any],
+        text: str,
+        draft: dict[str, Any] | None = None,
+    ) -> bool:
+        """Send what the user did with a form or a row of buttons (``payload.interaction``);
+        ``False`` (nothing sent) when it was answered already or a turn is running. A refused
+        form owns the keyboard again with ``draft`` in its fields."""
+        client = self.client
+        instance = prompt.instance_id
+        if client is None or client.running or instance in self._picked:
+            return False
+        self._picked[instance] = ""
+        if draft is not None:
+            self._drafts[instance] = draft
+
+        async def run(shown: Callable[[SnapshotEvent], None]) -> TurnResult:
+            result = await client.interact(interaction, text, on_snapshot=shown)
+            failure = result.failure
+            if result.snapshot is not None and instance in answered_choices(result.snapshot):
+                # Used for good: drawn with the text the server made of it.
+                self._picked[instance] = answered_choices(result.snapshot)[instance]
+            elif failure is None or failure.code != _INTERACTION_UNAVAILABLE:
+                self._picked.pop(instance, None)  # refused or stopped: it may be answered again
+            return result
+
+        self._start(run)
+        return True
+
+    def on_component_panel_answered(self, event: ComponentPanel.Answered) -> None:
+        event.stop()
+        self.answer(event.prompt, event.interaction, event.text, event.draft)
+
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         owner = self.keyboard_owner
@@ -525,13 +496,16 @@ class TerminalChatApp(App[None]):
             box.mount_all(fresh)
         box.scroll_end(animate=False)
 
-    def _own(self, owner: ChoicePrompt | PendingConfirmation | None) -> None:
+    def _own(self, owner: Prompt | PendingConfirmation | None) -> None:
         picker = self.query_one(ComponentPicker)
+        panel = self.query_one(ComponentPanel)
         key = None
         if isinstance(owner, ChoicePrompt):
             key = f"choice:{owner.instance_id}"
-        elif owner is not None:
+        elif isinstance(owner, PendingConfirmation):
             key = f"confirm:{owner.tool_call_id}"
+        elif owner is not None:
+            key = f"component:{owner.instance_id}"
         hint = self.query_one("#hint", Static)
         running = self.client is not None and self.client.running
         if key == self._owner_key:
@@ -539,11 +513,18 @@ class TerminalChatApp(App[None]):
                 hint.update(_IDLE_HINT)
             return
         self._owner_key = key
-        picker.own(owner)
+        widgets = owner if isinstance(owner, FormPrompt | ButtonPrompt) else None
+        focused_panel = panel.has_focus_within
+        picker.own(owner if isinstance(owner, ChoicePrompt | PendingConfirmation) else None)
+        panel.own(widgets, self._drafts.get(widgets.instance_id, {}) if widgets else {})
         if owner is None:
             hint.update(_STREAMING_HINT if running else _IDLE_HINT)
-            if picker.has_focus:
+            if picker.has_focus or focused_panel:
                 self.query_one("#prompt", Input).focus()
+            return
+        if widgets is not None:
+            hint.update(_FORM_HINT if isinstance(widgets, FormPrompt) else _BUTTONS_HINT)
+            panel.focus_first()
             return
         hint.update(_CHOICE_HINT if isinstance(owner, ChoicePrompt) else _CONFIRM_HINT)
         picker.focus()

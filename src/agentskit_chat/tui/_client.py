@@ -149,10 +149,11 @@ class ChatTurnClient:
     """One chat session with a chat handler (``POST``/``GET`` on ``{base_url}{endpoint}``).
 
     The client keeps the session id and one snapshot cursor; run one turn at a time with
-    :meth:`submit`, :meth:`select`, :meth:`decide` or :meth:`operation`, stop the running one
-    with :meth:`stop`, and load a stored conversation with :meth:`resume`. Each turn method
-    calls ``on_snapshot`` with every snapshot the cursor accepts, while the answer streams, and
-    returns a :class:`TurnResult`. It needs httpx (the ``server`` extra).
+    :meth:`submit`, :meth:`select`, :meth:`interact`, :meth:`decide` or :meth:`operation`,
+    stop the running one with :meth:`stop`, and load a stored conversation with
+    :meth:`resume`. Each turn method calls ``on_snapshot`` with every snapshot the cursor
+    accepts, while the answer streams, and returns a :class:`TurnResult`. It needs httpx (the
+    ``server`` extra).
 
     Args:
         base_url: The server, e.g. ``http://127.0.0.1:8000``.
@@ -274,6 +275,18 @@ class ChatTurnClient:
         """Pick a choice: ``selection`` is the component ``select`` event (wire form), ``text``
         the choice as the user reads it (what a server that ignores selections answers)."""
         return await self._turn({"input": text, "selection": dict(selection)}, on_snapshot)
+
+    async def interact(
+        self,
+        interaction: Mapping[str, Any],
+        text: str,
+        *,
+        on_snapshot: Callable[[SnapshotEvent], None] | None = None,
+    ) -> TurnResult:
+        """Answer a form or a button: ``interaction`` is ``{instanceId, componentKey, event,
+        value?}`` (the server checks it against the frame it showed), ``text`` what a server
+        that does not know interactions answers instead."""
+        return await self._turn({"input": text, "interaction": dict(interaction)}, on_snapshot)
 
     async def decide(
         self,

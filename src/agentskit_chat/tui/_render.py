@@ -50,11 +50,15 @@ from agentskit_chat.errors import ProtocolError
 from agentskit_chat.protocol import ComponentFrame, MessageRecord
 from agentskit_chat.runtime import ChatMessage
 
+from ._prompts import InteractivePrompt, prompt_for
+
 __all__ = [
     "CHOICE_METADATA_KEY",
+    "INTERACTION_METADATA_KEY",
     "ChoiceOption",
     "ChoicePrompt",
     "PendingConfirmation",
+    "Prompt",
     "RenderedMessage",
     "plain_text",
     "render_message",
@@ -62,6 +66,8 @@ __all__ = [
 
 #: The user-message metadata key that marks which choice list a click answered.
 CHOICE_METADATA_KEY: Final = "agentskit.chat.choice"
+#: The user-message metadata key of a component interaction (``{"event": {...}, "text"}``).
+INTERACTION_METADATA_KEY: Final = "agentskit.chat.interaction"
 #: Markdown inline links whose target is site-relative: ``[text](/docs/page)``.
 _RELATIVE_LINK: Final = re.compile(r"\]\((/(?!/)[^)\s]*)\)")
 _STREAMING_MARK: Final = "▍"
@@ -136,6 +142,10 @@ class PendingConfirmation:
     reject_label: str = "Reject"
 
 
+#: A component that can take the keyboard: a choice list, a form or a row of buttons.
+Prompt = ChoicePrompt | InteractivePrompt
+
+
 @dataclass(frozen=True, slots=True)
 class RenderedMessage:
     """One message, ready to show.
@@ -148,6 +158,7 @@ class RenderedMessage:
         links: ``(title, absolute URL)`` of every source and link the message shows.
         choices: Its choice lists, in order.
         confirmations: Its tool calls that wait for a decision, in order.
+        prompts: Its choice lists, forms and rows of buttons, in order.
     """
 
     message_id: str
@@ -157,6 +168,7 @@ class RenderedMessage:
     links: tuple[tuple[str, str], ...] = ()
     choices: tuple[ChoicePrompt, ...] = ()
     confirmations: tuple[PendingConfirmation, ...] = ()
+    prompts: tuple[Prompt, ...] = ()
 
 
 def plain_text(renderable: RenderableType, width: int = 100) -> str:
@@ -186,6 +198,7 @@ class _Painter:
         self.used_choices = used_choices
         self.links: list[tuple[str, str]] = []
         self.choices: list[ChoicePrompt] = []
+        self.prompts: list[Prompt] = []
         self.labels: tuple[str, str] | None = None
         self.last_text = ""
 
@@ -225,13 +238,15 @@ class _Painter:
             return self.source_list(props)
         summary = self.summary(part)
         body: list[RenderableType] = [summary]
+        prompt = prompt_for(message_id, part.frame, props)
+        if prompt is not None:
+            self.prompts.append(prompt)
         if isinstance(props, ButtonGroupProps):
             body.append(Text("  ".join(f"[ {b.label} ]" for b in props.buttons), style=self.muted))
         elif isinstance(props, FormProps):
             for field in props.fields:
                 required = ", required" if field.required else ""
                 body.append(Text(f"  • {field.label} ({field.type}{required})", style=self.muted))
-            body.append(Text("Fill in this form on the web page.", style=f"italic {self.muted}"))
         elif isinstance(props, ConfirmationProps):
             self.labels = (props.confirm_label, props.cancel_label)
             body.append(Text(f"[ {props.confirm_label} ]  [ {props.cancel_label} ]", self.muted))
@@ -266,13 +281,18 @@ class _Painter:
                 body.append(self.link(props.name, props.url))
         elif isinstance(props, LinkCardProps):
             body.append(self.link(props.label or props.title, props.href))
+        answered = self.used_choices.get(part.frame.instance_id) if prompt else None
+        if answered is not None:
+            body.append(Text(f"✓ {answered or 'Answered'}", style=self.muted))
         return self.panel(key, *body)
 
     def choice_list(
         self, message_id: str, frame: ComponentFrame, props: ChoiceListProps
     ) -> RenderableType:
         options = tuple(ChoiceOption(c.id, c.label, c.description) for c in props.choices)
-        self.choices.append(ChoicePrompt(message_id, frame, props.prompt, options))
+        prompt = ChoicePrompt(message_id, frame, props.prompt, options)
+        self.choices.append(prompt)
+        self.prompts.append(prompt)
         chosen = self.used_choices.get(frame.instance_id)
         body: list[RenderableType] = []
         if props.prompt.strip() != self.last_text:
@@ -350,8 +370,8 @@ def render_message(
         record: The message, as the snapshot carries it.
         theme: Whose colours to use (accent, danger, muted, border).
         resolve_href: Turns a site-relative link into one a terminal can open.
-        used_choices: Instance ids of choice lists already answered, with what was chosen
-            (an empty string when unknown); they are drawn as answered.
+        used_choices: Instance ids of choice lists, forms and buttons already answered, with
+            what was chosen (an empty string when unknown); they are drawn as answered.
 
     Never raises on message content: what does not decode is drawn as an alert.
     """
@@ -391,6 +411,7 @@ def render_message(
         tuple(painter.links),
         tuple(painter.choices),
         confirmations,
+        tuple(painter.prompts),
     )
 
 

@@ -1,8 +1,9 @@
 """The conversation as the terminal shows it: every message drawn, and who owns the keyboard.
 
 Only the latest unresolved component may take keys: a tool call waiting for a decision, else
-the last choice list not answered yet, and only among the messages after the user's last one
-(an older list was superseded by the conversation). While an answer streams, nothing does.
+the last choice list, form or row of buttons not answered yet, and only among the messages
+after the user's last one (an older one was superseded by the conversation). While an answer
+streams, nothing does.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from agentskit_chat.protocol import SnapshotEvent
 
 from ._render import (
     CHOICE_METADATA_KEY,
-    ChoicePrompt,
+    INTERACTION_METADATA_KEY,
     PendingConfirmation,
+    Prompt,
     RenderedMessage,
     render_message,
 )
@@ -36,18 +38,27 @@ class Transcript:
     """
 
     messages: tuple[RenderedMessage, ...]
-    active: ChoicePrompt | PendingConfirmation | None
+    active: Prompt | PendingConfirmation | None
     last_user_message_id: str | None
     streaming: bool
 
 
 def answered_choices(snapshot: SnapshotEvent) -> dict[str, str]:
-    """The choice lists the stored conversation marks as answered, with the answer's text."""
+    """The components the stored conversation marks as answered (a choice list clicked, a form
+    submitted, a button pressed), with the answer's text."""
     answered: dict[str, str] = {}
     for record in snapshot.payload.messages:
-        marker = (record.metadata or {}).get(CHOICE_METADATA_KEY)
-        if record.role == "user" and isinstance(marker, str):
+        if record.role != "user":
+            continue
+        metadata = record.metadata or {}
+        marker = metadata.get(CHOICE_METADATA_KEY)
+        if isinstance(marker, str):
             answered[marker] = record.content
+        interaction = metadata.get(INTERACTION_METADATA_KEY)
+        event = interaction.get("event") if isinstance(interaction, Mapping) else None
+        instance = event.get("instanceId") if isinstance(event, Mapping) else None
+        if isinstance(instance, str):
+            answered[instance] = record.content
     return answered
 
 
@@ -60,8 +71,8 @@ def build_transcript(
 ) -> Transcript:
     """Draw ``snapshot`` and find the component that owns the keyboard.
 
-    ``picked`` names the choice lists this client already answered (instance id → label);
-    with the ones the stored conversation marks, they are drawn as answered and never active.
+    ``picked`` names the components this client already answered (instance id → text); with
+    the ones the stored conversation marks, they are drawn as answered and never active.
     """
     used = {**answered_choices(snapshot), **(picked or {})}
     records = snapshot.payload.messages
@@ -71,15 +82,15 @@ def build_transcript(
     )
     last_user = max((i for i, r in enumerate(records) if r.role == "user"), default=-1)
     streaming = snapshot.payload.status == "streaming"
-    active: ChoicePrompt | PendingConfirmation | None = None
+    active: Prompt | PendingConfirmation | None = None
     if not streaming:
         recent = messages[last_user + 1 :]
         confirmations = [c for m in recent for c in m.confirmations]
-        choices = [c for m in recent for c in m.choices if c.instance_id not in used]
+        prompts = [p for m in recent for p in m.prompts if p.instance_id not in used]
         if confirmations:
             active = confirmations[-1]
-        elif choices:
-            active = choices[-1]
+        elif prompts:
+            active = prompts[-1]
     return Transcript(
         messages,
         active,
