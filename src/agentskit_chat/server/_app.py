@@ -18,6 +18,7 @@ clients send ``Authorization: Bearer <key>``; without one, only loopback clients
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -268,6 +269,13 @@ def create_app(
             "Serving a chat needs the 'server' extra: pip install 'agentskit-chat[server]'"
         ) from exc
 
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise ConfigurationError("timeout must be a positive number of seconds.")
     gate = ApiKeyGate(api_key)
     if isinstance(target, ChatSite):
         site = target
