@@ -7,31 +7,96 @@ server's typed message and keeps what was typed; nothing reaches the hook or the
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from agentskit_chat.conversation import InMemorySessionStorage, define_chat
-from agentskit_chat.runtime import ChatConfig, InMemoryChatMemory
+from agentskit_chat.protocol import ToolCall, create_assistant_content_encoder
+from agentskit_chat.runtime import (
+    AdapterCapabilities,
+    AdapterRequest,
+    ChatConfig,
+    ChatSource,
+    ChatTool,
+    InMemoryChatMemory,
+    StreamChunk,
+    ToolAuthorization,
+)
 from agentskit_chat.server import create_chat_app, create_chat_page_app
-from tests.server._interaction_support import NEXT_STEP, SIGNUP_FORM, FrameModel, RecordingHook
+from tests.server._interaction_support import (
+    NEXT_STEP,
+    PUBLISH_APPROVAL,
+    SIGNUP_FORM,
+    FrameModel,
+    RecordingHook,
+)
 from tests.web._support import serving
+
+#: The approval request of the model's ``publish_post`` call (same id as the call).
+GATED_APPROVAL: dict[str, Any] = {**PUBLISH_APPROVAL, "instanceId": "call-publish"}
+
+
+class _Gated:
+    """The model's turn: the approval request, then the call it stands for."""
+
+    def abort(self) -> None:
+        return None
+
+    async def stream(self) -> AsyncIterator[StreamChunk]:
+        encoder = create_assistant_content_encoder()
+        yield StreamChunk(
+            "text", content=encoder.encode({"kind": "component", "frame": GATED_APPROVAL})
+        )
+        call = ToolCall(
+            id="call-publish", name="publish_post", args={}, status="requires_confirmation"
+        )
+        yield StreamChunk("tool_call", tool_call=call)
+        yield StreamChunk("done")
+
+
+class Model(FrameModel):
+    """Shows the form and the buttons; asked to "publish", proposes a gated call once."""
+
+    capabilities: AdapterCapabilities | None = None
+
+    def create_source(self, request: AdapterRequest) -> ChatSource:
+        last = next(m.content for m in reversed(request.messages) if m.role == "user")
+        if last == "publish" and "publish" not in self.inputs:
+            self.inputs.append(last)
+            return _Gated()
+        return super().create_source(request)
 
 
 class Chat:
-    """The scripted model and the recording hook behind the page."""
+    """The scripted model, the recording hook and the gated tool behind the page."""
 
     def __init__(self) -> None:
-        self.model = FrameModel({"sign up": SIGNUP_FORM, "next": NEXT_STEP})
+        self.model = Model({"sign up": SIGNUP_FORM, "next": NEXT_STEP})
         self.hook = RecordingHook()
+        self.published: list[Mapping[str, Any]] = []
+
+    async def publish(self, args: Mapping[str, Any]) -> str:
+        self.published.append(dict(args))
+        return "published"
 
     def app(self) -> Any:
-        definition = define_chat(
-            id="signup", chat=ChatConfig(adapter=self.model), on_interaction=self.hook
+        tool = ChatTool(
+            name="publish_post",
+            parameters={"type": "object", "properties": {}, "additionalProperties": False},
+            execute=self.publish,
+            requires_confirmation=True,
         )
+        config = ChatConfig(
+            adapter=self.model,
+            tools=(tool,),
+            authorize_tool_call=lambda call, context: ToolAuthorization(True),
+        )
+        definition = define_chat(id="signup", chat=config, on_interaction=self.hook)
         storage = InMemorySessionStorage()
         memories: dict[str, InMemoryChatMemory] = {}
         chat = create_chat_app(
@@ -126,3 +191,25 @@ def test_a_button_of_a_group_is_its_select_interaction(page: Page, chat: Chat) -
     assert [seen[:4] for seen in chat.hook.seen] == [
         ("button-group", "next-step", "select", "send")
     ]
+
+
+def test_an_approval_request_of_a_waiting_call_decides_that_call(page: Page, chat: Chat) -> None:
+    bodies: list[dict[str, Any]] = []
+    page.on(
+        "request",
+        lambda request: (
+            bodies.append(json.loads(request.post_data or "{}"))
+            if request.method == "POST"
+            else None
+        ),
+    )
+    ask(page, "publish")
+    group = page.get_by_role("group", name="Publish the post?")
+    group.get_by_role("button", name="Publish").click()
+    expect(page.locator("#send")).to_be_visible()
+    expect(page.locator(".tool-status.tool-complete")).to_contain_text("publish_post")
+    assert chat.published == [{}]  # the call ran, once
+    assert chat.hook.seen == []  # not an interaction: the call's own decision
+    payload = bodies[-1]["payload"]
+    assert payload["confirmation"] == {"toolCallId": "call-publish", "decision": "approve"}
+    assert "interaction" not in payload
