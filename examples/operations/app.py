@@ -1,12 +1,13 @@
 """Protected operations: reading a service's status and restarting it need different rights.
 
-``/operations`` offers "Read status" and "Restart operation" for ``checkout-api``; a model can
-propose the same calls ("restart checkout-api"). Each call needs a human's confirmation, and a
-capability policy fed by the host's trusted context decides, at proposal and again at
+``operations`` offers "Read status" and "Restart operation" for ``checkout-api``; a model
+can propose the same calls ("restart checkout-api"). Each call needs a human's confirmation,
+and a capability policy fed by the host's trusted context decides, at proposal and again at
 execution: ``operations.read`` to read, ``operations.restart`` to restart. A restart is sent
 to the service with the idempotency key ``<sessionId>:<toolCallId>``, and every decision is
-written to an audit trace (never a token, secret or credential): ``/trace`` shows it, and
-``--trace-file`` appends it as JSON lines.
+written to an audit trace (never a token, secret or credential): ``trace`` shows it, and
+``--trace-file`` appends it as JSON lines. (``/operations`` and ``/trace`` work on the page;
+the terminal keeps ``/commands`` for itself.)
 
 Run it (no API key needed: a scripted pydantic-ai model answers by default)::
 
@@ -24,7 +25,7 @@ import contextvars
 import json
 import os
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,8 +44,8 @@ from agentskit_chat.conversation import (
     ChatPage,
     ConversationDefinition,
     ConversationStateDefinition,
+    Route,
     RouteContext,
-    command_route,
     define_chat,
     with_action_policy,
 )
@@ -240,7 +241,7 @@ class TraceCapture:
     def render(self) -> str:
         """The newest records, one line each: ``category:phase-or-status`` and the call."""
         if not self.records:
-            return "The audit trace is empty: run an operation first (type /operations)."
+            return "The audit trace is empty: run an operation first (type operations)."
         lines = ["Audit trace (newest last):", ""]
         for record in self.records[-_MAX_SHOWN:]:
             detail = record["detail"]
@@ -349,7 +350,7 @@ async def _script(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterato
     if tool is None or found is None:
         yield (
             "I'm the operations desk's scripted assistant. Ask for the status of checkout-api, "
-            "ask me to restart checkout-api, or type /operations. /trace shows the audit trace."
+            "ask me to restart checkout-api, or type operations. trace shows the audit trace."
         )
         return
     yield "This needs your confirmation. "
@@ -364,6 +365,13 @@ def _scripted_model() -> FunctionModel:
 
 
 # --- the chat definition -------------------------------------------------------------------------
+
+
+def _command(word: str) -> Callable[[str], bool]:
+    """Matches ``word`` or ``/word`` (the terminal keeps ``/commands`` for itself, so the bare
+    word is what works everywhere)."""
+    accepted = {word, f"/{word}"}
+    return lambda text: text.strip().lower() in accepted
 
 
 def _operations_offer(text: str, context: RouteContext) -> str:
@@ -439,16 +447,16 @@ def build_operations_chat(
             initial="ready",
             states={"ready": ConversationStateDefinition(on={"operations": "ready"})},
             routes=(
-                command_route(
-                    command="/operations",
+                Route(
                     id="operations",
                     event="operations",
+                    match=_command("operations"),
                     response=_operations_offer,
                 ),
-                command_route(
-                    command="/trace",
+                Route(
                     id="trace",
                     event="operations",
+                    match=_command("trace"),
                     response=lambda text, route: audit.render(),
                 ),
             ),
@@ -456,8 +464,8 @@ def build_operations_chat(
         page=ChatPage(
             title="Operations desk",
             subtitle=f"Signed in as {context.customer_id}: {', '.join(context.capabilities)}.",
-            suggestions=("/operations", "restart checkout-api", "/trace"),
-            placeholder="Ask about checkout-api, or type /operations",
+            suggestions=("operations", "restart checkout-api", "trace"),
+            placeholder="Ask about checkout-api, or type operations",
             logo="OP",
         ),
     )

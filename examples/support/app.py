@@ -1,11 +1,12 @@
 """Support desk: the assistant opens a support ticket for a human, but only once you approve it.
 
 Ask for a human ("I need to talk to a person about my invoice") and the model proposes the
-``create-support-ticket`` tool; type ``/support`` and the chat offers the same action in a
-choice list. Either way nothing runs until you approve, the ticket service is called exactly
-once per approval (on any worker), a rejection never calls it, and a capability policy fed
-by the host's trusted context decides, at proposal and again at execution, whether this
-caller may create tickets at all.
+``create-support-ticket`` tool; type ``support`` (or ``/support`` on the page; the terminal
+keeps ``/commands`` for itself) and the chat offers the same action in a choice list. Either
+way nothing runs until you approve, the ticket service is called exactly once per approval
+(on any worker), a rejection never calls it, and a capability policy fed by the host's
+trusted context decides, at proposal and again at execution, whether this caller may create
+tickets at all.
 
 Run it (no API key needed: a scripted pydantic-ai model answers by default)::
 
@@ -44,8 +45,8 @@ from agentskit_chat.conversation import (
     ChatPage,
     ConversationDefinition,
     ConversationStateDefinition,
+    Route,
     RouteContext,
-    command_route,
     define_chat,
     with_action_policy,
 )
@@ -181,7 +182,7 @@ async def _script(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterato
     prompt = " ".join(_last_prompt(last).split())
     if not _ASKS_FOR_A_HUMAN.search(prompt):
         yield (
-            "I'm the support desk's scripted assistant. Ask for a human (or type /support) "
+            "I'm the support desk's scripted assistant. Ask for a human (or type support) "
             "and I will offer to open a support ticket."
         )
         return
@@ -274,10 +275,10 @@ def build_support_chat(
             initial="ready",
             states={"ready": ConversationStateDefinition(on={"support": "ready"})},
             routes=(
-                command_route(
-                    command="/support",
+                Route(
                     id="support-ticket",
                     event="support",
+                    match=lambda text: text.strip().lower() in {"support", "/support"},
                     response=_support_offer,
                 ),
             ),
@@ -285,7 +286,7 @@ def build_support_chat(
         page=ChatPage(
             title="Support desk",
             subtitle="Ask for a human: a ticket is opened only after you approve it.",
-            suggestions=("I need to talk to a person about my invoice", "/support"),
+            suggestions=("I need to talk to a person about my invoice", "support"),
             placeholder="Ask a question, or ask for a human",
             logo="SD",
         ),

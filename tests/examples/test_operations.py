@@ -75,7 +75,7 @@ async def test_a_restart_approved_twice_on_two_workers_runs_once_with_one_key(
         approved = await client.decide(call["id"], "approve")
         client.url = two
         again = await client.decide(call["id"], "approve")
-        shown = (await client.send("/trace")).answer
+        shown = (await client.send("trace")).answer
     assert "checkout-api restarted at revision 2." in [c.get("result") for c in approved.calls()]
     assert again.diagnostics == ["CONFIRMATION_UNAVAILABLE"]
     assert service.restarts == ["checkout-api"]

@@ -66,7 +66,7 @@ async def test_a_ticket_approved_on_two_workers_is_created_once(tmp_path: Path) 
     second = create_app(support.build_support_chat(tickets=service), store=store)
     async with serve(first) as one, serve(second) as two:
         client = Client(one)
-        offered = await client.send("/support")
+        offered = await client.send("support")
         frame = offered.frame()
         assert frame["componentKey"] == "choice-list"
         assert frame["props"]["choices"][0]["action"]["name"] == support.TICKET_TOOL
@@ -88,7 +88,7 @@ async def test_without_the_capability_nothing_is_proposed_or_created() -> None:
     definition = support.build_support_chat(context=caller, tickets=service)
     async with serve(create_app(definition)) as url:
         client = Client(url)
-        frame = (await client.send("/support")).frame()
+        frame = (await client.send("support")).frame()
         clicked = await client.select(frame, "create")
         asked = await client.send("Please get me a human")
     assert clicked.diagnostics == ["ACTION_FORBIDDEN"]
