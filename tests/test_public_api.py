@@ -315,6 +315,7 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "PersistErrorObserver",
         "Route",
         "RouteContext",
+        "RouteGuard",
         "RouteMatcher",
         "RouteResponder",
         "RouteTraceKind",

@@ -14,7 +14,7 @@ from typing import Any, Final, Literal, overload
 from agentskit_chat.components import STANDARD_COMPONENT_MANIFEST, ComponentManifest
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import ComponentInteractEvent
-from agentskit_chat.runtime import ChatConfig
+from agentskit_chat.runtime import ChatConfig, ChatMessage
 
 from ._page import ChatPage
 
@@ -27,6 +27,7 @@ __all__ = [
     "InteractionHandler",
     "Route",
     "RouteContext",
+    "RouteGuard",
     "RouteMatcher",
     "RouteResponder",
     "RouteTraceKind",
@@ -57,14 +58,24 @@ class RouteContext:
         session_id: The chat session.
         message_id: The id of the user message being answered, or ``None`` when the request has
             no user message.
+        messages: The conversation as the chat sends it to be answered (the user message
+            being answered included, and the empty answer being written after it), so a route
+            can decide from what was said and shown before — on any worker, since the
+            conversation is stored with the session's messages. Two contexts are equal when
+            they name the same session and message.
     """
 
     session_id: str
     message_id: str | None = None
+    messages: tuple[ChatMessage, ...] = field(default=(), compare=False, repr=False)
 
 
 #: Decides whether a route answers an input (the user message's content, unchanged).
 RouteMatcher = Callable[[str], bool]
+#: Decides, after its matcher accepted the input, whether a route may answer in this
+#: conversation (for example "only once the form was submitted"); called with the
+#: :class:`RouteContext` the route's response would get.
+RouteGuard = Callable[[RouteContext], bool]
 #: Produces a route's reply: raw text streamed verbatim (a component frame is a JSON string),
 #: or an awaitable of it (``async def``), awaited when the turn streams.
 RouteResponder = Callable[[str, RouteContext], str | Awaitable[str]]
@@ -117,6 +128,11 @@ class Route:
         states: The states the route is restricted to, or ``None`` for any state whose ``on``
             has ``event``.
         trace_kind: The kind of the route's traces.
+        guard: Whether the route may answer in this conversation, asked after ``match``
+            accepted the input (see :data:`RouteGuard`); ``None`` always allows. A route whose
+            guard refuses is skipped like one that does not match (the next route, or the
+            adapter, answers). A replayed decision does not ask it again; a guard that raises
+            fails the turn like a failing matcher.
 
     Example:
         >>> route = Route(
@@ -132,6 +148,7 @@ class Route:
     response: RouteResponder
     states: tuple[str, ...] | None = None
     trace_kind: RouteTraceKind = "deterministic"
+    guard: RouteGuard | None = None
 
     def __post_init__(self) -> None:
         if self.states is not None:
@@ -146,8 +163,10 @@ def command_route(
     response: RouteResponder,
     states: Sequence[str] | None = None,
     trace_kind: RouteTraceKind = "deterministic",
+    guard: RouteGuard | None = None,
 ) -> Route:
-    """A route that matches exactly ``command`` (case-sensitive, nothing trimmed).
+    """A route that matches exactly ``command`` (case-sensitive, nothing trimmed), and, with
+    ``guard``, only when the guard allows it in this conversation.
 
     Raises:
         ConfigurationError: ``command`` is empty ("Conversation command cannot be empty.").
@@ -173,6 +192,7 @@ def command_route(
         response=response,
         states=None if states is None else tuple(states),
         trace_kind=trace_kind,
+        guard=guard,
     )
 
 

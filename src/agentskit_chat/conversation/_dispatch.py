@@ -141,14 +141,14 @@ class Dispatcher:
         self._schedule()
         return TextReplySource(content, before=self._flush)
 
-    def _select(self, state: str, text: str) -> Route | None:
+    def _select(self, state: str, text: str, context: RouteContext) -> Route | None:
         statechart = self._compiled.statechart
         for route in self._compiled.routes:
             if route.states is not None and state not in route.states:
                 continue
             if statechart.transition(state, route.event) is None:
                 continue
-            if route.match(text):
+            if route.match(text) and (route.guard is None or route.guard(context) is True):
                 return route
         return None
 
@@ -191,9 +191,12 @@ class Dispatcher:
             self.decisions.pop(user.id, None)
 
         route: Route | None = None
+        context = RouteContext(
+            self._session_id, None if user is None else user.id, tuple(request.messages)
+        )
         if self._recordable(user):
             try:
-                route = self._select(state, text)
+                route = self._select(state, text, context)
             except Exception:
                 return self._error()
         if route is None:
@@ -201,7 +204,6 @@ class Dispatcher:
             self._schedule()
             return SavingSource(fallback(request), self._flush)
 
-        context = RouteContext(self._session_id, None if user is None else user.id)
         try:
             content = route.response(text, context)
         except Exception:

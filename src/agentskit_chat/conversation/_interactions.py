@@ -195,7 +195,8 @@ class InteractionAdapter(_Forwarding):
             return self._inner.create_source(request)
         event, message_id = answered
         try:
-            reply = self._handler(event, RouteContext(self._session_id, message_id))
+            context = RouteContext(self._session_id, message_id, tuple(request.messages))
+            reply = self._handler(event, context)
         except Exception:
             return _FailedSource()
         if reply is None:
