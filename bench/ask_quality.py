@@ -1,10 +1,12 @@
 """Answer quality of the docs assistant over documents we did not write, beside two baselines.
 
-Run with ``.venv/bin/python bench/ask_quality.py``. It builds the docs assistant
+Run with ``.venv/bin/python bench/ask_quality.py``. For each corpus (``--corpus NAME``,
+repeatable; by default every corpus of ``bench/_corpora.py`` that is present: the seed corpus,
+Starlette, Hatch and PyMdown Extensions) it builds the docs assistant
 (:func:`agentskit_chat.assistant.create_docs_assistant`: knowledge artifact, chunk index,
-extractive generator) over ``--docs`` (default ``../shared/seeds/agentskit-chat-docs`` next to
-the repository, or ``$AGENTSKIT_SEED_DOCS``), puts every question of ``--questions`` (default
-``bench/quality_questions.json``) to it, and scores three systems on the same questions:
+extractive generator) over the corpus's docs folder, puts every question of its frozen question
+file to it, and scores three systems on the same questions (``--docs DIR --questions FILE``,
+repeatable in pairs, measures folders of your own instead):
 
 - **assistant**: what ``ask()`` answers (an exact answer, a grounded answer, or a refusal);
 - **best section**: the best retrieved section shown whole, as a search box would show it;
@@ -30,6 +32,11 @@ A question file is JSON: ``{"version": 1, "questions": [{"id", "split", "type", 
 for an unanswerable one); ``facts`` is a list of facts, each a list of accepted phrases.
 ``--project`` runs the regression questions of ``tests/assistant/test_docs_questions.py`` over
 the project's own ``docs/`` instead (pages only, no facts).
+
+A corpus that is not present is skipped with a message saying where it was looked for;
+``--fetch`` downloads the missing ones from the package registry first (see ``_corpora.py``).
+After the per-corpus tables, a summary puts every corpus side by side: fact coverage and mean
+length of the assistant as ratios of the best section shown whole.
 """
 
 from __future__ import annotations
@@ -38,7 +45,6 @@ import argparse
 import functools
 import json
 import math
-import os
 import re
 import sys
 import tempfile
@@ -50,12 +56,12 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
+import _corpora
+
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DOCS = Path(
-    os.environ.get("AGENTSKIT_SEED_DOCS", ROOT.parent / "shared" / "seeds" / "agentskit-chat-docs")
-)
-DEFAULT_QUESTIONS = ROOT / "bench" / "quality_questions.json"
 TOP_K = 5
+#: What every citation link starts with: the assistant's default ``href_prefix``.
+HREF_PREFIX: Final = "/docs"
 
 #: The question types, in the order the report lists them.
 TYPES: Final = ("lookup", "numeric", "multi-page", "negative", "unanswerable")
@@ -215,12 +221,16 @@ def href_path(href: str) -> str:
     return path.rstrip("/") or "/"
 
 
-def href_matches(href: str, page: str) -> bool:
-    """Whether ``href`` links ``page`` (a path in the docs folder), under any link prefix."""
+def href_matches(href: str, page: str, prefix: str = HREF_PREFIX) -> bool:
+    """Whether ``href`` links ``page`` (a path in the docs folder), under any link prefix.
+
+    A root ``index.md`` or ``README.md`` stands for the folder itself: the link ``prefix``
+    (``/docs``), with or without an origin.
+    """
     stem = page_stem(page)
     path = href_path(href)
     if not stem:
-        return False
+        return path == (href_path(prefix) if prefix.strip("/") else "/")
     return path == "/" + stem or path == stem or path.endswith("/" + stem)
 
 
@@ -552,12 +562,89 @@ def tradeoff(docs: Path, questions: Sequence[Question]) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True, slots=True)
+class CorpusRun:
+    """One corpus's questions, what was retrieved and every system's replies."""
+
+    name: str
+    docs: Path
+    questions: tuple[Question, ...]
+    groups: list[Group]
+    seconds: float
+
+
+def _ratio(ours: float, base: float) -> str:
+    if math.isnan(ours) or math.isnan(base) or base == 0:
+        return "    -"
+    return f"{ours / base:5.2f}"
+
+
+def summary(runs: Sequence[CorpusRun]) -> str:
+    """Every corpus side by side, per split: the assistant against the best section shown
+    whole (facts and length as ratios), and the acceptance figures."""
+    lines = [
+        f"{'corpus':<10} {'split':<5} {'n':>4} {'rec@5':>5} | {'facts':>5} {'best':>5} "
+        f"{'top3':>5} {'ratio':>5} | {'len':>5} {'best':>5} {'ratio':>5} | "
+        f"{'ans':>4} {'refus':>5} {'false':>5}",
+    ]
+    for item in runs:
+        for group in item.groups:
+            if group.type != "all":
+                continue
+            ours = group.systems["assistant"]
+            best = group.systems["best section"]
+            top3 = group.systems["top 3 sections"]
+            lines.append(
+                f"{item.name:<10} {group.split:<5} {ours.questions:>4} {_share(group.recall):>5} | "
+                f"{_share(ours.coverage):>5} {_share(best.coverage):>5} "
+                f"{_share(top3.coverage):>5} {_ratio(ours.coverage, best.coverage)} | "
+                f"{_number(ours.mean_length)} {_number(best.mean_length)} "
+                f"{_ratio(ours.mean_length, best.mean_length)} | "
+                f"{_share(ours.answered):>4} {_share(ours.refused):>5} "
+                f"{_share(ours.false_answers):>5}"
+            )
+    lines += [
+        "",
+        "facts/best/top3: fact coverage of the assistant, the best section and the top 3 shown",
+        "whole; ratio: assistant / best section. len: mean answer characters.",
+    ]
+    return "\n".join(lines)
+
+
+def _selected(args: argparse.Namespace) -> list[tuple[str, Path | None, Path, str]]:
+    """``(name, docs folder or None when missing, question file, where it was looked for)``."""
+    chosen: list[tuple[str, Path | None, Path, str]] = []
+    if args.docs or args.questions:
+        if len(args.docs) != len(args.questions):
+            sys.exit("--docs and --questions come in pairs")
+        for docs, questions in zip(args.docs, args.questions, strict=True):
+            chosen.append((docs.name, docs if docs.is_dir() else None, questions, str(docs)))
+        return chosen
+    names = args.corpus or [corpus.name for corpus in _corpora.CORPORA]
+    for name in names:
+        corpus = _corpora.BY_NAME.get(name)
+        if corpus is None:
+            sys.exit(f"unknown corpus {name!r}: one of {', '.join(_corpora.BY_NAME)}")
+        docs = corpus.locate()
+        if docs is None and args.fetch and corpus.requirement:
+            docs = _corpora.fetch(corpus, _corpora.corpora_dir())
+        where = " or ".join(str(path) for path in corpus.candidates())
+        chosen.append((corpus.name, docs, corpus.questions, where))
+    return chosen
+
+
 def main() -> None:
     import anyio  # noqa: PLC0415 - keep the helpers importable without the run's dependencies
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--docs", type=Path, default=DEFAULT_DOCS)
-    parser.add_argument("--questions", type=Path, default=DEFAULT_QUESTIONS)
+    parser.add_argument(
+        "--corpus", action="append", default=[], help="a corpus of bench/_corpora.py (repeatable)"
+    )
+    parser.add_argument("--docs", type=Path, action="append", default=[])
+    parser.add_argument("--questions", type=Path, action="append", default=[])
+    parser.add_argument(
+        "--fetch", action="store_true", help="download missing corpora with pip download first"
+    )
     parser.add_argument(
         "--project", action="store_true", help="the tests' questions over the project's docs/"
     )
@@ -569,29 +656,50 @@ def main() -> None:
         help="the assistant's answered and false answers for several relevance thresholds",
     )
     args = parser.parse_args()
+    selected: list[tuple[str, Path | None, Path, str]]
     if args.project:
-        args.docs = ROOT / "docs"
-        questions = project_questions()
+        selected = [("project", ROOT / "docs", Path(), str(ROOT / "docs"))]
     else:
-        questions = load_questions(args.questions)
-    if not args.docs.is_dir():
-        sys.exit(f"docs folder not found: {args.docs} (pass --docs or set AGENTSKIT_SEED_DOCS)")
+        selected = _selected(args)
+    runs: list[CorpusRun] = []
+    details_lines: list[str] = []
+    for name, docs, question_file, where in selected:
+        if docs is None:
+            print(
+                f"corpus {name}: skipped, no docs folder at {where} (see bench/_corpora.py; "
+                f"--fetch downloads it, ${_corpora.CORPORA_ENV} says where)",
+                file=sys.stderr,
+            )
+            continue
+        questions = project_questions() if args.project else load_questions(question_file)
+        if args.tradeoff:
+            print(f"corpus {name}")
+            print(tradeoff(docs, questions))
+            continue
+        started = time.perf_counter()
+        retrieved, replies = anyio.run(run, docs, questions)
+        groups = summarize(questions, retrieved, replies)
+        runs.append(CorpusRun(name, docs, questions, groups, time.perf_counter() - started))
+        if args.verbose:
+            details_lines += [f"corpus {name}"]
+            details_lines += details(questions, retrieved, replies["assistant"])
     if args.tradeoff:
-        print(tradeoff(args.docs, questions))
         return
-    started = time.perf_counter()
-    retrieved, replies = anyio.run(run, args.docs, questions)
-    groups = summarize(questions, retrieved, replies)
+    if not runs:
+        sys.exit("no corpus to measure")
     if args.json:
-        print(json.dumps([asdict(group) for group in groups]))
+        print(json.dumps({r.name: [asdict(group) for group in r.groups] for r in runs}))
         return
-    print(
-        f"{len(questions)} questions over {args.docs} "
-        f"({time.perf_counter() - started:.1f} s in all)"
-    )
-    print(format_report(groups))
+    for item in runs:
+        print(
+            f"\ncorpus {item.name}: {len(item.questions)} questions over {item.docs} "
+            f"({item.seconds:.1f} s in all)"
+        )
+        print(format_report(item.groups))
+    print("\nsummary")
+    print(summary(runs))
     if args.verbose:
-        print("\n".join(details(questions, retrieved, replies["assistant"])))
+        print("\n".join(details_lines))
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ def _load(name: str) -> ModuleType:
 
 ask: Any = _load("ask")
 quality: Any = _load("ask_quality")
+corpora: Any = _load("_corpora")
 
 
 # --- bench/ask.py --------------------------------------------------------------------------------
@@ -173,11 +174,20 @@ def test_contains_fact(answer: str, fact: str, found: bool) -> None:
         ("/docs/actions__confirmation-2", "actions__confirmation.md", False),
         ("/docs/xactions__confirmation", "actions__confirmation.md", False),
         ("/docs/actions__policy#actions__confirmation", "actions__confirmation.md", False),
-        ("/docs", "README.md", False),
+        # A root index or README stands for the folder: the link prefix itself.
+        ("/docs", "README.md", True),
+        ("https://example.com/docs/", "index.md", True),
+        ("/docs/guides", "index.md", False),
+        ("/elsewhere", "index.md", False),
     ],
 )
 def test_href_matches(href: str, page: str, matches: bool) -> None:
     assert quality.href_matches(href, page) is matches
+
+
+def test_a_root_index_under_an_empty_prefix_is_the_site_root() -> None:
+    assert quality.href_matches("/", "index.md", prefix="")
+    assert not quality.href_matches("/guide", "index.md", prefix="")
 
 
 def test_recall_counts_only_the_first_k_hits() -> None:
@@ -328,19 +338,91 @@ def test_parse_questions_rejects(data: object) -> None:
         quality.parse_questions(data)
 
 
-def test_the_quality_questions_cover_every_type_in_both_splits_and_are_grounded() -> None:
-    questions = quality.load_questions(quality.DEFAULT_QUESTIONS)
+def test_the_seed_questions_cover_every_type_in_both_splits() -> None:
+    questions = quality.load_questions(corpora.BY_NAME["seed"].questions)
     assert len(questions) >= 150
     for split in ("dev", "test"):
         kinds = {q.type for q in questions if q.split == split}
         assert kinds == set(quality.TYPES), split
-    docs = quality.DEFAULT_DOCS
-    if not docs.is_dir():
-        pytest.skip(f"the seed docs are not at {docs}")
-    answerable = [q for q in questions if q.answerable]
+
+
+@pytest.mark.parametrize("name", ["seed", "starlette", "hatch", "pymdown"])
+def test_every_fact_is_stated_on_one_of_its_pages(name: str) -> None:
+    corpus = corpora.BY_NAME[name]
+    docs = corpus.locate()
+    if docs is None:
+        pytest.skip(f"the {name} corpus is not at {corpus.candidates()}")
+    answerable = [q for q in quality.load_questions(corpus.questions) if q.answerable]
     assert answerable
     for question in answerable:
         texts = [(docs / page).read_text("utf-8") for page in question.pages]
         assert question.facts, question.id
         for fact in question.facts:
             assert any(quality.states(text, fact) for text in texts), question.id
+
+
+def test_every_corpus_has_its_frozen_question_file() -> None:
+    assert corpora.CORPORA
+    for corpus in corpora.CORPORA:
+        questions = quality.load_questions(corpus.questions)
+        types = {q.type for q in questions}
+        assert types == set(quality.TYPES), corpus.name
+        assert {q.split for q in questions} == {"dev", "test"}, corpus.name
+
+
+def test_a_corpus_is_looked_for_under_the_corpora_folder_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTSKIT_CORPORA_DIR", str(tmp_path))
+    hatch = corpora.BY_NAME["hatch"]
+    assert hatch.candidates()[0] == tmp_path / "hatch-1.18.2" / "docs"
+    assert hatch.locate() is None or hatch.locate() != tmp_path / "hatch-1.18.2" / "docs"
+    (tmp_path / "hatch-1.18.2" / "docs").mkdir(parents=True)
+    assert hatch.locate() == tmp_path / "hatch-1.18.2" / "docs"
+
+
+def test_the_seed_corpus_is_not_fetched(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError):
+        corpora.fetch(corpora.BY_NAME["seed"], tmp_path)
+
+
+def test_unpacking_keeps_only_files_inside_the_target(tmp_path: Path) -> None:
+    import io  # noqa: PLC0415
+    import tarfile  # noqa: PLC0415
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name in ("pkg-1/docs/a.md", "../escape.md", "/abs.md"):
+            info = tarfile.TarInfo(name)
+            info.size = 1
+            archive.addfile(info, io.BytesIO(b"x"))
+        link = tarfile.TarInfo("pkg-1/docs/link.md")
+        link.type = tarfile.SYMTYPE
+        link.linkname = "/etc/passwd"
+        archive.addfile(link)
+    buffer.seek(0)
+    with tarfile.open(fileobj=buffer) as archive:
+        kept = [member.name for member in corpora._safe_members(archive)]
+    assert kept == ["pkg-1/docs/a.md"]
+
+
+def test_the_summary_puts_corpora_side_by_side() -> None:
+    questions = [_question("a", "lookup", ("a.md",), ("alpha",)), _question("u", "unanswerable")]
+    replies = {
+        "assistant": {"a": _reply("answer", "alpha [1]", "/docs/a"), "u": _reply("escalation")},
+        "best section": {
+            "a": _reply("answer", "alpha and a long section", "/docs/a"),
+            "u": _reply("answer", "x"),
+        },
+        "top 3 sections": {"a": _reply("answer", "alpha", "/docs/a"), "u": _reply("answer", "x")},
+    }
+    groups = quality.summarize(questions, {"a": ("/docs/a",), "u": ()}, replies)
+    run = quality.CorpusRun("demo", Path("demo"), tuple(questions), groups, 0.1)
+    text = quality.summary([run])
+    [row] = [line for line in text.splitlines() if line.startswith("demo")]
+    # facts 1.00 for all three; the assistant's answer is 9 characters against 12.5 on average
+    # for the best section (24 and 1 over its two answers): a ratio of 0.72.
+    assert (
+        " ".join(row.split())
+        == "demo dev 2 1.00 | 1.00 1.00 1.00 1.00 | 9 12 0.72 | 1.00 1.00 0.00"
+    )
