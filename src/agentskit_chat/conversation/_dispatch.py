@@ -47,6 +47,15 @@ MAX_INPUT_UNITS: Final = 16384
 MAX_REPLY_UNITS: Final = 65536
 
 
+def _answered_already(messages: Sequence[ChatMessage], user: ChatMessage) -> bool:
+    """Whether anything but the empty answer being written follows ``user`` in ``messages``."""
+    position = max(index for index, message in enumerate(messages) if message is user)
+    later = messages[position + 1 :]
+    if later and later[-1].role == "assistant" and not later[-1].content:
+        later = later[:-1] if not later[-1].tool_calls else later
+    return len(later) > 0
+
+
 class Dispatcher:
     """One session's conversation state and decision cache, and the dispatch over them.
 
@@ -175,6 +184,14 @@ class Dispatcher:
             del self.decisions[message_id]
         user = users[-1] if users else None
         text = "" if user is None else user.content
+        if user is not None and _answered_already(request.messages, user):
+            # A follow-up after a tool call (the user message was answered, then a call it
+            # offered was decided): the adapter answers it, from the state that answer left.
+            state = self._rebuild(users)
+            self.state = state
+            self._compiled.emit(ConversationTrace("agentic", state, state))
+            self._schedule()
+            return SavingSource(fallback(request), self._flush)
         state = self._rebuild(users[:-1])
         self.state = state
 
