@@ -75,6 +75,8 @@ async def test_a_ticket_approved_on_two_workers_is_created_once(tmp_path: Path) 
         approved = await client.decide(call["id"], "approve")
         assert approved.status == 200
         assert [ticket.id for ticket in service.tickets] == ["SUP-1"]
+        # The follow-up is the model's, with the ticket in view (the list is not shown again).
+        assert approved.answer.startswith("Ticket SUP-1 created for follow-up.")
         client.url = two  # the same conversation, on another worker
         again = await client.decide(call["id"], "approve")
     # The other worker finds the decided record: nothing runs again.
