@@ -91,6 +91,7 @@ async def test_the_hook_answers_the_message_that_stands_for_an_interaction() -> 
     ((event, context),) = hook.seen
     assert event == EVENT
     assert context == RouteContext("s1", "user-1")
+    assert [m.id for m in context.messages] == ["user-1", "placeholder"]  # the conversation
 
 
 @pytest.mark.parametrize(
