@@ -39,7 +39,7 @@ def invoke(*args: str | Path) -> Result:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["docs", "--url", "http://127.0.0.1:8000"], "give a docs folder or --url, not both"),
+        (["docs", "--url", "http://127.0.0.1:8000"], "give a chat, a docs folder or --url"),
         (["--url", "ftp://example.com"], "--url must be an http:// or https:// URL"),
         (["/no/such/folder"], "/no/such/folder: the docs folder does not exist"),
         (["--url", "http://127.0.0.1:8000", "--session", "no spaces"], "not a valid session id"),
