@@ -15,7 +15,14 @@ from typing import Any, Final
 
 import httpx
 import pytest
+from pydantic import BaseModel, ConfigDict
 
+from agentskit_chat.components import (
+    STANDARD_COMPONENT_CATALOG,
+    ComponentDefinition,
+    ComponentEventSpec,
+    define_component_manifest,
+)
 from agentskit_chat.conversation import (
     INTERACTION_FAILED_MESSAGE,
     INTERACTION_METADATA_KEY,
@@ -451,3 +458,56 @@ async def test_a_form_shown_by_one_worker_is_submitted_once_through_any_worker(
     assert again.json()["error"]["code"] == "INTERACTION_UNAVAILABLE"
     assert model.inputs == ["sign up"]
     assert len(hook.seen) == 1
+
+
+class GaugeProps(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    label: str
+    level: int
+
+
+GAUGE = ComponentDefinition(
+    key="gauge",
+    props_schema=GaugeProps,
+    events=(ComponentEventSpec("reset"), ComponentEventSpec("pick", "id")),
+    fallback=lambda props: f"{props.label}: {props.level} of 10.",
+)
+GAUGE_FRAME: Final = {
+    "protocol": "agentskit.chat.component",
+    "version": 1,
+    "type": "render",
+    "componentKey": "gauge",
+    "instanceId": "gauge-1",
+    "props": {"label": "Load", "level": 5},
+    "fallback": {"kind": "gauge", "summary": "Load: 5 of 10."},
+}
+
+
+@pytest.mark.parametrize(
+    ("payload", "status", "text"),
+    [
+        (interaction(GAUGE_FRAME, "reset"), 200, "reset: Load: 5 of 10."),
+        (interaction(GAUGE_FRAME, "pick", "level-3"), 200, "pick: Load: 5 of 10."),
+        (interaction(GAUGE_FRAME, "pick", "not an id"), 400, None),
+        (interaction(GAUGE_FRAME, "explode"), 400, None),
+    ],
+)
+async def test_a_custom_component_interacts_through_its_declared_events(
+    payload: dict[str, Any], status: int, text: str | None
+) -> None:
+    hook = RecordingHook()
+    harness = Harness()
+    harness.fields.update(
+        on_interaction=hook,
+        components=define_component_manifest([*STANDARD_COMPONENT_CATALOG, GAUGE]),
+    )
+    seeded(harness, GAUGE_FRAME)
+    async with serve(harness.app()) as url:
+        response = await post(url, submit(payload=payload))
+    assert response.status_code == status, response.text
+    if text is None:
+        assert response.json()["error"]["code"] == "INTERACTION_INVALID"
+        assert hook.seen == []
+    else:
+        assert final(response)["messages"][-2]["content"] == text
+        assert [seen[2] for seen in hook.seen] == [payload["interaction"]["event"]]
