@@ -33,9 +33,13 @@ __all__ = ["COMMANDS_HELP", "TerminalChatApp"]
 #: What ``/help`` shows.
 COMMANDS_HELP: Final = (
     "Enter sends · /retry asks the last question again · /edit <text> changes your last "
-    "question · /regenerate writes a new answer · Escape stops an answer · Ctrl+C quits"
+    "question · /regenerate writes a new answer · Escape stops an answer · Ctrl+C quits · "
+    "any other /command goes to the chat"
 )
 _IDLE_HINT: Final = "Type a message and press Enter. /help lists the commands."
+#: The commands the terminal answers itself; any other ``/word`` is sent to the chat, whose
+#: own routes may answer it.
+_OWN_COMMANDS: Final = frozenset({"/retry", "/regenerate", "/edit", "/help", "/quit", "/exit"})
 _STREAMING_HINT: Final = "Answering… press Escape to stop."
 _CHOICE_HINT: Final = "Pick a choice: Up/Down or its number, then Enter (Tab: back to typing)."
 _CONFIRM_HINT: Final = "Decide: a approves, r rejects (or Up/Down, then Enter)."
@@ -294,7 +298,7 @@ class TerminalChatApp(App[None]):
         if isinstance(owner, PendingConfirmation) and text.lower() in ("a", "r"):
             self.decide(owner, "approve" if text.lower() == "a" else "reject")
             return
-        if text.startswith("/"):
+        if text.partition(" ")[0] in _OWN_COMMANDS:
             self._command(text)
             return
         client = self.client
@@ -324,10 +328,8 @@ class TerminalChatApp(App[None]):
                 )
         elif name == "/help":
             self._notify(COMMANDS_HELP)
-        elif name in ("/quit", "/exit"):
-            self.action_quit_chat()
         else:
-            self._notify(f"Unknown command {name}. {COMMANDS_HELP}", error=True)
+            self.action_quit_chat()
 
     # --- components ---------------------------------------------------------------------
 
