@@ -133,7 +133,7 @@ async def test_a_grounded_answer_shows_a_command_as_code_never_as_prose(
     markdown = envelope.answer.markdown
     assert markdown.startswith("Run the installer")
     # The command is shown as the page writes it: a fenced block, not a sentence.
-    assert "```\npip install widget\n```" in markdown
+    assert "```sh\npip install widget\n```" in markdown  # with the language its fence named
     assert markdown.count("pip install widget") == 1
 
 

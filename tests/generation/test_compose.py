@@ -34,21 +34,32 @@ def para(*sentences: str) -> Block:
         ("# Title\nText here.", [para("Title"), para("Text here.")]),
         ("> Note this.", [para("Note this.")]),
         ("- a\n- b\n  wrapped", [Block("list", ("- a", "- b wrapped"))]),
-        ("1. a\n2) b\n* c", [Block("list", ("1. a", "2) b", "* c"))]),
+        # Three lists in CommonMark (each delimiter starts one), shown as one, markers written
+        # the one way the corpus writes them.
+        ("1. a\n2) b\n* c", [Block("list", ("1. a", "2. b", "- c"))]),
         ("Stores are:\n- a\n- b", [para("Stores are:"), Block("list", ("- a", "- b"))]),
         (
             "| a | b |\n| --- | --- |\n| 1 | 2 |\n| 3 | 4 |",
             [Block("table", ("| 1 | 2 |", "| 3 | 4 |"), "| a | b |")],
         ),
-        ("|a|b|\n|:--|--:|\n|1|2|", [Block("table", ("|1|2|",), "|a|b|")]),
-        ("| a | b\n|-|:-:\n| 1 | 2", [Block("table", ("| 1 | 2",), "| a | b")]),
+        ("|a|b|\n|:--|--:|\n|1|2|", [Block("table", ("| 1 | 2 |",), "| a | b |")]),
+        ("| a | b\n|-|:-:\n| 1 | 2", [Block("table", ("| 1 | 2 |",), "| a | b |")]),
         ("| 1 | 2 |\n| 3 | 4 |", [Block("table", ("| 1 | 2 |", "| 3 | 4 |"))]),
         ("| only header |\n|---|", [Block("table", (), "| only header |")]),
         ("text\n| a |", [para("text"), Block("table", ("| a |",))]),
         (
             "```bash\npip install x\n  indented\n\n```\nAfter.",
-            [Block("code", ("pip install x\n  indented\n",)), para("After.")],
+            [Block("code", ("pip install x\n  indented",), language="bash"), para("After.")],
         ),
+        # What a line-by-line reader got wrong: a setext heading, indented code, a loose list
+        # (its items' second paragraphs), a nested list.
+        ("Title\n=====\nText.", [para("Title"), para("Text.")]),
+        (
+            "Run:\n\n    make serve\n\nDone.",
+            [para("Run:"), Block("code", ("make serve",)), para("Done.")],
+        ),
+        ("- a\n\n  more about a\n\n- b", [Block("list", ("- a more about a", "- b"))]),
+        ("- a\n  - a1\n- b", [Block("list", ("- a", "  - a1", "- b"))]),
         ("```\nx\n- y", [Block("code", ("x\n- y",))]),
         ("~~~\na\n```\nb\n~~~", [Block("code", ("a\n```\nb",))]),
         ("````\na\n```\n````", [Block("code", ("a\n```",))]),
@@ -72,6 +83,10 @@ def para(*sentences: str) -> Block:
         "table-header-only",
         "paragraph-then-row",
         "fenced-code",
+        "setext-heading",
+        "indented-code",
+        "loose-list",
+        "nested-list",
         "unclosed-fence",
         "tilde-fence",
         "longer-fence",

@@ -368,8 +368,9 @@ def test_a_table_answer_stays_a_markdown_table(
             "| Plan | Rate |\n| --- | --- |\n| Free | 60 |\n| Team | 600 |",
         ),
         (
+            # Rows are written again from their cells: every one closed by its pipe.
             "| Plan | Rate\n| --- | ---\n| Free | 60\n| Team | 600",
-            "| Plan | Rate\n| --- | --- |\n| Free | 60\n| Team | 600",
+            "| Plan | Rate |\n| --- | --- |\n| Free | 60 |\n| Team | 600 |",
         ),
     ],
     ids=["short-aligned-rule", "no-trailing-pipes"],
@@ -407,7 +408,8 @@ INSTALL = source(
     "The CLI ships as a Python package.\n\n```bash\npipx run agentskit-chat --version\n```\n",
     "CLI",
 )
-COMMAND = "```\npip install agentskit-chat\n```"
+# Code keeps its language.
+COMMAND = "```bash\npip install agentskit-chat\n```"
 
 
 @pytest.mark.parametrize(
@@ -418,7 +420,8 @@ COMMAND = "```\npip install agentskit-chat\n```"
         (
             "How do I install the CLI?",
             INSTALL,
-            "The CLI ships as a Python package [1].\n\n```\npipx run agentskit-chat --version\n```",
+            "The CLI ships as a Python package [1].\n\n"
+            "```bash\npipx run agentskit-chat --version\n```",
         ),
         ("What is the CLI?", SETUP, "Set up the CLI from PyPI [1]."),
         ("Where does the CLI come from?", INSTALL, "The CLI ships as a Python package [1]."),
@@ -430,7 +433,7 @@ COMMAND = "```\npip install agentskit-chat\n```"
             STORAGE,
             "Sessions are stored in SQLite by default. PostgreSQL and Redis stores are "
             "available for shared deployments [1].\n\n"
-            "```\nstore = open_store('redis://localhost')\n```",
+            "```python\nstore = open_store('redis://localhost')\n```",
         ),
     ],
     ids=[
@@ -449,12 +452,18 @@ def test_code_is_shown_for_doing_questions_or_when_it_matches_best(
     assert ExtractiveGenerator().compose(query, [src]) == expected
 
 
-def test_long_code_is_cut_with_a_mark() -> None:
+def test_the_code_that_answers_is_shown_whole() -> None:
     script = "\n".join(f"step{i} --flag" for i in range(20))
     answer = compose("How do I run step3?", source(1, f"```sh\n{script}\n```", "Script"))
+    assert answer.split("\n\n")[1] == f"```sh\n{script}\n```"
+
+
+def test_very_long_code_is_cut_with_a_mark() -> None:
+    script = "\n".join(f"step{i} --flag" for i in range(50))
+    answer = compose("How do I run step3?", source(1, f"```sh\n{script}\n```", "Script"))
     code = answer.split("\n\n")[1]
-    assert code.startswith("```\nstep0 --flag\n")
-    assert code.endswith("step11 --flag\n…\n```")
+    assert code.startswith("```sh\nstep0 --flag\n")
+    assert code.endswith("step39 --flag\n…\n```")
 
 
 # --- sections -----------------------------------------------------------------------------------

@@ -107,7 +107,8 @@ print("hello")
         "Some emphasis, a link, inline code and an image.\n\n"
         "- first item\n- second item\n\n"
         "| name | value |\n| --- | --- |\n| port | 8000 |\n\n"
-        '```\n# a comment, not a heading\nprint("hello")\n```\n\n'
+        # The fence keeps its language, so an answer can show the code highlighted.
+        '```python\n# a comment, not a heading\nprint("hello")\n```\n\n'
         "Raw HTML note"
     )
 
@@ -120,7 +121,8 @@ print("hello")
             "From Front Matter",
             ["Body."],
         ),
-        ("---\nsecret: zq9\n...\nBody only.\n", "notes", ["Body only."]),
+        # Neither a front matter title nor an H1: the page's name as words, not "notes.md".
+        ("---\nsecret: zq9\n...\nBody only.\n", "Notes", ["Body only."]),
         ("\ufeff---\r\ntitle: Windows\r\nsecret: zq9\r\n---\r\nBody.\r\n", "Windows", ["Body."]),
     ],
 )

@@ -41,32 +41,25 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Final, Literal
+from typing import Final
 
 from agentskit_chat._terms import content_terms, question_clauses, stem, term_set, words
 from agentskit_chat.protocol import GroundedSource
+
+from ._blocks import Block, parse_blocks
 
 __all__ = ["NO_GROUNDED_ANSWER", "Block", "compose_answer", "parse_blocks", "question_parts"]
 
 #: The whole answer when no part of the sources shares a term with the question.
 NO_GROUNDED_ANSWER: Final = "No grounded sources were found for this question."
 
-BlockKind = Literal["para", "list", "table", "code"]
-
-_SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[*_`]*[A-Z0-9@`])")
-_HEADING: Final = re.compile(r"^#{1,6}\s+")
-_QUOTE: Final = re.compile(r"^>\s?")
-_ITEM: Final = re.compile(r"^(?:[-*+]|\d{1,3}[.)])\s+")
-_FENCE: Final = re.compile(r"^\s*(```+|~~~+)")
-_TABLE_RULE: Final = re.compile(r"^\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?$")
-_SPACES: Final = re.compile(r"\s+")
 _TRAILING_JOINERS: Final = ":;,-–— "
 #: A question with one of these terms asks for something to type: the section's code is shown.
 _DOING: Final = frozenset(content_terms("install run setup set configure start deploy command"))
 #: A paragraph up to this long is shown whole around its best sentence.
 _SHORT_PARAGRAPH: Final = 320
-#: Lines of code shown at most, per block.
-_MAX_CODE_LINES: Final = 12
+#: Lines of code shown at most, per block: a longer block is cut after them, marked ``…``.
+_MAX_CODE_LINES: Final = 40
 #: Beside its best passage, a section shows others at least this good, relative to the best.
 _GROUP_SHARE: Final = 0.3
 #: A question that asks for a quantity: "how many", "how long", "maximum", "which version".
@@ -91,95 +84,6 @@ _RANK_DECAY: Final = 0.1
 _TITLE_SHARE: Final = 1.0
 #: A further section must be at least this good, relative to the first.
 _FURTHER_SECTION: Final = 0.5
-
-
-@dataclass(frozen=True, slots=True)
-class Block:
-    """One Markdown block of a section.
-
-    Attributes:
-        kind: ``para``, ``list``, ``table`` or ``code``.
-        units: What is scored: a paragraph's sentences, a list's items (marker kept), a table's
-            body rows, or the code's text as one unit.
-        header: A table's header row (empty for other blocks).
-    """
-
-    kind: BlockKind
-    units: tuple[str, ...]
-    header: str = ""
-
-
-def _flush_lines(kind: BlockKind, lines: list[str], blocks: list[Block]) -> None:
-    if not lines:
-        return
-    if kind == "para":
-        text = _SPACES.sub(" ", " ".join(lines)).strip()
-        sentences = tuple(s for s in _SENTENCE_END.split(text) if s)
-        if sentences:
-            blocks.append(Block("para", sentences))
-    elif kind == "list":
-        blocks.append(Block("list", tuple(lines)))
-    elif kind == "table":
-        rows = [line for line in lines if not _TABLE_RULE.match(line)]
-        has_header = len(lines) > 1 and _TABLE_RULE.match(lines[1]) is not None
-        header = rows[0] if has_header else ""
-        body = tuple(rows[1:] if has_header else rows)
-        if body or header:
-            blocks.append(Block("table", body, header))
-    else:
-        blocks.append(Block("code", ("\n".join(lines),)))
-    lines.clear()
-
-
-def parse_blocks(text: str) -> list[Block]:
-    """The blocks of a section's text (Markdown as the corpus writes it, or any text).
-
-    Headings and quotes are paragraphs; a line starting with ``|`` is a table row; ``- x`` and
-    ``1. x`` are list items; fenced code is kept verbatim (fences removed).
-    """
-    blocks: list[Block] = []
-    lines: list[str] = []
-    kind: BlockKind = "para"
-    fence: str | None = None
-    for raw in text.splitlines():
-        opening = _FENCE.match(raw)
-        if fence is not None:
-            if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence):
-                _flush_lines("code", lines, blocks)
-                fence, kind = None, "para"
-            else:
-                lines.append(raw.rstrip())
-            continue
-        if opening:
-            _flush_lines(kind, lines, blocks)
-            fence, kind = opening.group(1), "code"
-            continue
-        line = raw.strip()
-        if not line:
-            _flush_lines(kind, lines, blocks)
-            kind = "para"
-            continue
-        if _HEADING.match(line):
-            _flush_lines(kind, lines, blocks)
-            _flush_lines("para", [_HEADING.sub("", line)], blocks)
-            kind = "para"
-            continue
-        line = _QUOTE.sub("", line)
-        if line.startswith("|"):
-            line_kind: BlockKind = "table"
-        elif _ITEM.match(line):
-            line_kind = "list"
-        elif kind == "list" and raw[:1].isspace():
-            lines[-1] = f"{lines[-1]} {line}"  # a wrapped item goes on
-            continue
-        else:
-            line_kind = "para"
-        if line_kind != kind:
-            _flush_lines(kind, lines, blocks)
-            kind = line_kind
-        lines.append(line)
-    _flush_lines("code" if fence is not None else kind, lines, blocks)
-    return blocks
 
 
 # --- scoring ------------------------------------------------------------------------------------
@@ -293,20 +197,19 @@ def _cited(text: str, number: int) -> str:
     return f"{body} [{number}]."
 
 
-def _code(block: Block, budget: int) -> str:
-    """The code fenced: its first lines, at most ``_MAX_CODE_LINES`` and what fits ``budget``
-    (one line at least), ``…`` marking what is left out."""
+def _code(block: Block) -> str:
+    """The code fenced with its language, whole (a block longer than ``_MAX_CODE_LINES``
+    lines is cut there, ``…`` marking what is left out): a command or a configuration shown
+    in part is worse than none."""
     lines = block.units[0].split("\n")
-    shown: list[str] = []
-    used = 8  # the fences
-    for line in lines[:_MAX_CODE_LINES]:
-        if shown and used + len(line) + 1 > budget:
-            break
-        shown.append(line)
-        used += len(line) + 1
+    shown = lines[:_MAX_CODE_LINES]
     if len(shown) < len(lines):
         shown.append("…")
-    return "```\n" + "\n".join(shown) + "\n```"
+    code = "\n".join(shown)
+    fence = "```"
+    while fence in code:
+        fence += "`"
+    return f"{fence}{block.language}\n{code}\n{fence}"
 
 
 def _pick(block: Block, scores: Sequence[float], keep: int) -> list[str]:
@@ -320,7 +223,7 @@ def _pick(block: Block, scores: Sequence[float], keep: int) -> list[str]:
 def _render(block: Block, scores: Sequence[float], budget: int) -> str:
     """``block`` as Markdown, its least matching units left out to fit ``budget``."""
     if block.kind == "code":
-        return _code(block, budget)
+        return _code(block)
     if block.kind == "para":
         whole = " ".join(block.units)
         if len(whole) <= max(budget, _SHORT_PARAGRAPH) or len(block.units) == 1:

@@ -26,6 +26,7 @@ from agentskit_chat.protocol import is_safe_href
 from agentskit_chat.protocol._text import js_trim, utf16_len
 
 from ._docs_folder import read_docs_folder
+from ._mkdocs import plain_markdown
 
 __all__ = [
     "CHUNKER_VERSION",
@@ -47,7 +48,7 @@ _FENCE: Final = "```"
 TITLE_SEPARATOR = " › "
 
 #: Changes whenever chunking changes, so that persistent indexes know to rebuild.
-CHUNKER_VERSION = "4"
+CHUNKER_VERSION = "5"
 
 _MAX_TITLE_UNITS = 256
 _MAX_READABLE_ID = 100
@@ -55,6 +56,10 @@ _TAG = re.compile(r"<!--.*?-->|<[^>]*>", re.DOTALL)
 _SPACES = re.compile(r"\s+")
 _NOT_ID = re.compile(r"[^A-Za-z0-9.-]+")
 _PARSER = MarkdownIt("commonmark").enable("table")
+_LANGUAGE = re.compile(r"[a-z0-9][a-z0-9+#-]{0,19}")
+_NAME_PARTS = re.compile(r"[-_\s]+")
+#: Page names that stand for their folder.
+_INDEX_NAMES = frozenset({"index", "readme"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +269,13 @@ def _table_row(cells: Sequence[str], *, header: bool) -> str:
     return f"{line}\n|{' --- |' * len(cells)}" if header else line
 
 
+def _code_kind(info: str) -> str:
+    """``code``, or ``code:<language>`` when the fence names a plain language."""
+    words = info.strip().strip("{}").split()
+    language = words[0].lstrip(".").lower() if words else ""
+    return f"code:{language}" if _LANGUAGE.fullmatch(language) else "code"
+
+
 def _sections(markdown: str) -> list[_Section]:
     slugger = HeadingSlugger()
     sections = [_Section(0, "", "")]
@@ -302,7 +314,7 @@ def _sections(markdown: str) -> list[_Section]:
         elif token.type in ("fence", "code_block"):
             code = token.content.rstrip("\n")
             if code.strip():
-                blocks.append(("code", code))
+                blocks.append((_code_kind(token.info if token.type == "fence" else ""), code))
             marker = None
         elif token.type == "html_block":
             html = _SPACES.sub(" ", _TAG.sub(" ", token.content)).strip()
@@ -315,15 +327,25 @@ def _sections(markdown: str) -> list[_Section]:
 # --- sections to chunks -------------------------------------------------------------------------
 
 
+def _base(kind: str) -> str:
+    return kind.split(":", 1)[0]
+
+
 def _fenced(kind: str, text: str) -> str:
-    # Code keeps its fences, so readers of the text (the extractive generator) can tell code
-    # from prose; each piece of a long block is fenced on its own.
-    return f"{_FENCE}\n{text}\n{_FENCE}" if kind == "code" else text
+    # Code keeps its fences and its language, so readers of the text (the extractive
+    # generator) can tell code from prose; each piece of a long block is fenced on its own.
+    if _base(kind) != "code":
+        return text
+    language = kind.partition(":")[2]
+    fence = _FENCE
+    while fence in text:
+        fence += "`"
+    return f"{fence}{language}\n{text}\n{fence}"
 
 
 def _pieces(kind: str, text: str) -> Iterator[tuple[str, str]]:
     """A block cut to fit a chunk: at line ends first, then at spaces, then anywhere."""
-    limit = MAX_CHUNK_CHARS - (2 * len(_FENCE) + 2 if kind == "code" else 0)
+    limit = MAX_CHUNK_CHARS - (2 * len(_FENCE) + 24 if _base(kind) == "code" else 0)
     if len(text) <= limit:
         yield kind, _fenced(kind, text)
         return
@@ -358,7 +380,7 @@ def _pack(blocks: Sequence[tuple[str, str]]) -> list[str]:
     last = ""  # the previous piece
     header = ""  # the header of the table being packed
     for kind, piece in (p for block in blocks for p in _pieces(*block)):
-        tight = kind == previous and kind in ("item", "row", "code")
+        tight = kind == previous and _base(kind) in ("item", "row", "code")
         joiner = "\n" if tight else "\n\n"
         joined = f"{current}{joiner}{piece}" if current else piece
         if len(joined) > MAX_CHUNK_CHARS:
@@ -395,6 +417,18 @@ def _clip_title(title: str) -> str:
     return title  # pragma: no cover - the loop always returns for an over-long title
 
 
+def _named(path: str) -> str:
+    """A title for a page with neither a front matter title nor a level-1 heading: its name
+    (its folder's, for an index page) written as words, never the file name itself:
+    ``release-notes.md`` → ``Release notes``."""
+    pure = PurePosixPath(path)
+    name = pure.stem
+    if name.lower() in _INDEX_NAMES:
+        name = pure.parent.name or "Overview"
+    words = _NAME_PARTS.sub(" ", name).strip()
+    return words[:1].upper() + words[1:]
+
+
 def _chunk_id(path: str, slug: str | None, part: int) -> str:
     """Readable and stable: the path and anchor folded to safe characters, plus a digest.
 
@@ -415,7 +449,7 @@ def _chunk_id(path: str, slug: str | None, part: int) -> str:
 
 def _document(source: SourceDocument, *, prefix: str) -> MarkdownDocument:
     path, digest, front_title = source.path, source.sha256, source.front_matter.title
-    sections = _sections(source.body)
+    sections = _sections(plain_markdown(source.body))
     # The page title is the first heading when it is an H1 before any other heading; its
     # section is the page's introduction and the title is left out of every heading path.
     first = sections[1] if len(sections) > 1 else None
@@ -423,10 +457,9 @@ def _document(source: SourceDocument, *, prefix: str) -> MarkdownDocument:
     if title_heading is not None:
         sections[0].blocks.extend(title_heading.blocks)
         del sections[1]
-    stem = PurePosixPath(path).stem
     doc_title = (
-        _clip_title(front_title or (title_heading.heading if title_heading else "") or stem)
-        or _clip_title(stem)
+        _clip_title(front_title or (title_heading.heading if title_heading else ""))
+        or _clip_title(_named(path))
         or "Document"
     )
     page = page_href(prefix, path)
