@@ -70,7 +70,9 @@ UNANSWERABLE = [
     "Can I pay for a premium support plan?",
 ]
 
-MIN_CITED = 27
+#: An answer cites only the sources its text uses (before, every retrieved source was cited,
+#: so a page the answer did not quote counted too): 25 of 30 on the project's docs.
+MIN_CITED = 25
 
 
 def page_of(href: str) -> str:

@@ -17,7 +17,13 @@ from agentskit_chat._terms import content_terms, term_set, words
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.generation import NO_GROUNDED_ANSWER, ExtractiveGenerator
 from agentskit_chat.protocol import AskMessage, AskUsage, BackendSiteConfig, GroundedSource
-from agentskit_chat.service import AskService, GenerationRequest, TextDelta, UsageReport
+from agentskit_chat.service import (
+    AskService,
+    CitedSources,
+    GenerationRequest,
+    TextDelta,
+    UsageReport,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -104,7 +110,7 @@ async def run(generator: ExtractiveGenerator, req: GenerationRequest) -> tuple[s
     async for chunk in generator.generate(req):
         if isinstance(chunk, TextDelta):
             text.append(chunk.delta)
-        else:
+        elif isinstance(chunk, UsageReport):
             usage.append(chunk.usage)
     assert len(usage) == 1
     return "".join(text), usage[0]
@@ -683,7 +689,8 @@ def test_answers_are_extractive_cited_and_deterministic(
 async def test_deltas_are_lines_and_usage_counts_words() -> None:
     generator = ExtractiveGenerator()
     chunks = [chunk async for chunk in generator.generate(request("server port", SERVING))]
-    *texts, usage = chunks
+    cited, *texts, usage = chunks
+    assert cited == CitedSources((0,))  # said first: the answer cites the first source
     assert all(isinstance(chunk, TextDelta) for chunk in texts)
     deltas = [chunk.delta for chunk in texts if isinstance(chunk, TextDelta)]
     assert deltas
@@ -705,6 +712,7 @@ async def test_structure_survives_streaming() -> None:
 
 async def test_closing_the_stream_early_stops_it() -> None:
     stream = ExtractiveGenerator().generate(request("server port", SERVING))
+    assert isinstance(await stream.__anext__(), CitedSources)
     first = await stream.__anext__()
     assert isinstance(first, TextDelta)
     await stream.aclose()  # type: ignore[attr-defined]
@@ -727,9 +735,10 @@ async def test_through_the_service_the_answer_is_cited_and_model_free() -> None:
     body = b'{"messages":[{"role":"user","content":"Which port does the server use?"}]}'
     events = [event.to_wire() async for event in (await service.stream({}, body)).events()]
     text = "".join(e["delta"] for e in events if e["type"] == "text")
-    assert text.split("\n\n")[0] == SERVING_LEAD + " [2]."
-    assert "[1]" not in text
-    assert events[-2]["args"]["sources"][1] == {"id": "s1", "title": "Source 1", "path": "/docs/s1"}
+    # Only the source the answer uses is cited: the second one retrieved is its [1].
+    assert text.split("\n\n")[0] == SERVING_LEAD + " [1]."
+    assert "[2]" not in text
+    assert events[-2]["args"]["sources"] == [{"id": "s1", "title": "Source 1", "path": "/docs/s1"}]
     assert events[-1] == {"type": "done", "model": "extractive-test"}
 
 
@@ -765,11 +774,50 @@ async def test_large_excerpts_are_scored_off_the_event_loop(size: int, threaded:
     threads: list[int] = []
 
     class Probe(ExtractiveGenerator):
-        def compose(self, query: str, sources: Sequence[GroundedSource]) -> str:
+        def compose_cited(
+            self, query: str, sources: Sequence[GroundedSource]
+        ) -> tuple[str, tuple[int, ...]]:
             threads.append(threading.get_ident())
-            return super().compose(query, sources)
+            return super().compose_cited(query, sources)
 
     big = [source(n, ("The server port is set here. " * 100)[:2000]) for n in range(1, size + 1)]
     text, _ = await run(Probe(), request("server port", *big))
     assert text == ExtractiveGenerator().compose("server port", big)
     assert (threads[0] != threading.get_ident()) is threaded
+
+
+def test_an_answer_cites_only_the_sources_it_uses_once_each() -> None:
+    first_part = source(1, "Run `make serve` to start the server on port 8000.", "Serving")
+    second_part = GroundedSource(
+        id="s1-2", title="Serving", href="/docs/s1", excerpt="The server port can be changed."
+    )
+    unrelated = source(3, "Keys are rotated monthly.", "Keys")
+    answer, cited = ExtractiveGenerator().compose_cited(
+        "Which server port, and how is the port changed?", [unrelated, first_part, second_part]
+    )
+    # Two parts of one section (one link) are one citation; the unrelated source is not cited.
+    assert cited == (1,)
+    assert set(re.findall(r"\[(\d+)\]", answer)) == {"1"}
+
+
+async def test_the_service_refuses_cited_positions_outside_the_sources() -> None:
+    class Liar(ExtractiveGenerator):
+        async def generate(self, request: GenerationRequest) -> Any:
+            yield CitedSources((5,))
+            yield TextDelta("Made up [1].")
+
+    class Retriever:
+        async def retrieve(self, request: Any) -> list[GroundedSource]:
+            return [SERVING]
+
+    service = AskService(
+        resolve_site=lambda context: SITE,
+        resolve_subject_id=lambda context: "user-1",
+        retrievers={"local": Retriever()},
+        generator=Liar(),
+        create_id=lambda: "r1",
+    )
+    body = b'{"messages":[{"role":"user","content":"Which port does the server use?"}]}'
+    events = [event.to_wire() async for event in (await service.stream({}, body)).events()]
+    assert events[-1]["type"] == "error"
+    assert not any(event["type"] == "tool" for event in events)

@@ -48,6 +48,7 @@ from agentskit_chat.retrieval import (
     RetrievedChunk,
     SQLiteFTSRetriever,
     TermWeights,
+    guides_first,
     read_docs_folder,
 )
 from agentskit_chat.service import (
@@ -375,12 +376,13 @@ class DocsAssistant:
     # --- asking -------------------------------------------------------------------------------
 
     async def retrieve(self, question: str, top_k: int = 5) -> list[RetrievedChunk]:
-        """The ``top_k`` best chunks for ``question``, best first (no relevance rule applied).
+        """The ``top_k`` best chunks for ``question``, best first (no relevance rule applied;
+        change-log sections after the others unless the question is about changes).
 
         Raises:
             ConfigurationError: ``top_k`` is not in 1..100, or the assistant is not open.
         """
-        return await self._require().index.search(question, top_k)
+        return guides_first(question, await self._require().index.search(question, top_k))
 
     async def ask(self, question: str, *, session_id: str | None = None) -> AnswerOutcome:
         """Answer ``question``: exactly from the artifact, else grounded in the docs, else refuse.

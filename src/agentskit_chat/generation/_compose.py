@@ -48,7 +48,14 @@ from agentskit_chat.protocol import GroundedSource
 
 from ._blocks import Block, parse_blocks
 
-__all__ = ["NO_GROUNDED_ANSWER", "Block", "compose_answer", "parse_blocks", "question_parts"]
+__all__ = [
+    "NO_GROUNDED_ANSWER",
+    "Block",
+    "compose_answer",
+    "compose_cited",
+    "parse_blocks",
+    "question_parts",
+]
 
 #: The whole answer when no part of the sources shares a term with the question.
 NO_GROUNDED_ANSWER: Final = "No grounded sources were found for this question."
@@ -82,6 +89,8 @@ _WITH_NUMBER: Final = "#"
 _RANK_DECAY: Final = 0.1
 #: Question terms in a section's title count this much of their rarity.
 _TITLE_SHARE: Final = 1.0
+#: The share of the length budget the first section may fill when the question has no parts.
+_LEAD_SHARE: Final = 0.7
 #: A further section must be at least this good, relative to the first.
 _FURTHER_SECTION: Final = 0.5
 
@@ -321,11 +330,52 @@ def compose_answer(
 ) -> str:
     """The answer to ``query`` from ``sources`` (best first), deterministically (no I/O).
 
-    See the module documentation for how sections, windows and citations are chosen.
+    ``[n]`` is the n-th of ``sources``. See the module documentation for how sections,
+    windows and citations are chosen.
     """
+    chosen = _composed(query, sources, max_sections=max_sections, max_chars=max_chars)
+    if not chosen:
+        return NO_GROUNDED_ANSWER
+    return "\n\n".join(
+        _unique(part for section, share, doing in chosen for part in _window(section, share, doing))
+    )
+
+
+def compose_cited(
+    query: str,
+    sources: Sequence[GroundedSource],
+    *,
+    max_sections: int = 3,
+    max_chars: int = 900,
+) -> tuple[str, tuple[int, ...]]:
+    """:func:`compose_answer`, citing only the sources it uses: the answer, in which ``[n]``
+    is the n-th source it cites, and those sources' 0-based positions in ``sources``, in that
+    order. Two sections with one link (the parts of a long section) are cited once. No
+    positions when the answer is :data:`NO_GROUNDED_ANSWER`.
+    """
+    chosen = _composed(query, sources, max_sections=max_sections, max_chars=max_chars)
+    if not chosen:
+        return NO_GROUNDED_ANSWER, ()
+    numbers: dict[str, int] = {}  # href -> its number in the answer
+    positions: list[int] = []
+    parts: list[str] = []
+    for section, share, doing in chosen:
+        href = sources[section.number - 1].href
+        if href not in numbers:
+            numbers[href] = len(numbers) + 1
+            positions.append(section.number - 1)
+        parts += _window(replace(section, number=numbers[href]), share, doing)
+    return "\n\n".join(_unique(parts)), tuple(positions)
+
+
+def _composed(
+    query: str, sources: Sequence[GroundedSource], *, max_sections: int, max_chars: int
+) -> list[tuple[_Section, int, bool]]:
+    """The sections the answer shows, in order, each with its share of the length budget and
+    whether to show its code; none when nothing answers."""
     wanted = content_terms(query)
     if not wanted or not sources:
-        return NO_GROUNDED_ANSWER
+        return []
     wanted = _wanted(query, wanted)
     parsed = [_section(number, source) for number, source in enumerate(sources, start=1)]
     chosen: list[tuple[_Section, bool]] = []  # each with whether to show its code
@@ -344,9 +394,7 @@ def compose_answer(
         fair = False
     else:
         fair = True
-    if not chosen:
-        return NO_GROUNDED_ANSWER
-    paragraphs: list[str] = []
+    shown: list[tuple[_Section, int, bool]] = []
     used = 0
     for position, (section, doing) in enumerate(chosen):
         left = max_chars - used
@@ -358,13 +406,14 @@ def compose_answer(
             share = left // 2
         if position == 0:
             share = max(share, max_chars // len(chosen))
-        window = _window(section, share, doing)
-        size = sum(len(p) + 2 for p in window)
+            if not fair:
+                share = max(share, int(max_chars * _LEAD_SHARE))
+        size = sum(len(p) + 2 for p in _window(section, share, doing))
         if position and used + size > max_chars:
             continue
-        paragraphs += window
+        shown.append((section, share, doing))
         used += size
-    return "\n\n".join(_unique(paragraphs))
+    return shown
 
 
 def _best_for(ranked: Sequence[_Section], taken: set[int]) -> _Section | None:

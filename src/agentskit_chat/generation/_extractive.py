@@ -19,9 +19,9 @@ import anyio.to_thread
 
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import AskUsage, GroundedSource
-from agentskit_chat.service import GenerationRequest, TextDelta, UsageReport
+from agentskit_chat.service import CitedSources, GenerationRequest, TextDelta, UsageReport
 
-from ._compose import NO_GROUNDED_ANSWER, compose_answer
+from ._compose import NO_GROUNDED_ANSWER, compose_answer, compose_cited
 
 __all__ = ["NO_GROUNDED_ANSWER", "ExtractiveGenerator"]
 
@@ -74,8 +74,24 @@ class ExtractiveGenerator:
             query, sources, max_sections=self._max_sections, max_chars=self._max_answer_chars
         )
 
-    async def generate(self, request: GenerationRequest) -> AsyncIterator[TextDelta | UsageReport]:
+    def compose_cited(
+        self, query: str, sources: Sequence[GroundedSource]
+    ) -> tuple[str, tuple[int, ...]]:
+        """:meth:`compose`, citing only the sources the answer uses, once each: the answer,
+        in which ``[n]`` is the n-th cited source, and their 0-based positions in
+        ``sources``."""
+        return compose_cited(
+            query, sources, max_sections=self._max_sections, max_chars=self._max_answer_chars
+        )
+
+    async def generate(
+        self, request: GenerationRequest
+    ) -> AsyncIterator[TextDelta | UsageReport | CitedSources]:
         """Stream the composed answer a line at a time, then usage (``model: extractive``).
+
+        The answer cites only the sources it uses, once each: it says which first
+        (:class:`~agentskit_chat.service.CitedSources`), so the ``cite`` event lists just
+        those, and ``[n]`` is the n-th of them.
 
         The answer is composed whole before the first delta, so finer deltas would only pretend
         to stream; a line each keeps every layer above (events, records, snapshots) small.
@@ -86,9 +102,13 @@ class ExtractiveGenerator:
         """
         size = sum(len(source.excerpt) for source in request.sources)
         if size <= _INLINE_CHARS:
-            answer = self.compose(request.query, request.sources)
+            answer, cited = self.compose_cited(request.query, request.sources)
         else:
-            answer = await anyio.to_thread.run_sync(self.compose, request.query, request.sources)
+            answer, cited = await anyio.to_thread.run_sync(
+                self.compose_cited, request.query, request.sources
+            )
+        if cited:
+            yield CitedSources(cited)
         deltas = _DELTA.findall(answer)
         for delta in deltas:
             yield TextDelta(delta)

@@ -43,6 +43,7 @@ from ._federated import (
 from ._langchain import LangChainRetriever
 from ._llamaindex import LlamaIndexRetriever
 from ._page_html import render_page_html
+from ._page_kinds import about_changes, guides_first, is_change_log
 from ._postgres_fts import DEFAULT_CHUNK_TABLE, PostgresFTSRetriever
 from ._query import query_phrases, query_terms
 from ._relevance import (
@@ -83,10 +84,13 @@ __all__ = [
     "SQLiteFTSRetriever",
     "Searcher",
     "TermWeights",
+    "about_changes",
     "build_index",
     "chunk_markdown",
     "content_terms",
     "github_slug",
+    "guides_first",
+    "is_change_log",
     "load_markdown_corpus",
     "query_phrases",
     "query_terms",

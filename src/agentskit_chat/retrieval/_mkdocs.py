@@ -64,6 +64,8 @@ _EMOJI: Final = {
 _CODE_SPAN: Final = re.compile(r"(`+)(.+?)\1")
 _HILITE: Final = re.compile(r"^#!\S+[ \t]+")
 _FOOTNOTE_REF: Final = re.compile(r"\[\^[^\]\s]+\]")
+#: A reference-style link whose definition lives in an included file: its text is kept.
+_REF_LINK: Final = re.compile(r"(?<!!)\[([^\]\n]+)\]\[[^\]\n]*\]")
 _KEYS: Final = re.compile(r"\+\+([\w-]+(?:\+[\w-]+)*)\+\+")
 _MARKS: Final = re.compile(r"(==|\^\^)(?=\S)(.+?)(?<=\S)\1")
 _CRITIC_ADD: Final = re.compile(r"\{\+\+(.*?)\+\+\}|\{==(.*?)==\}")
@@ -161,6 +163,7 @@ def _prose(text: str) -> str:
         text = text.replace(code, emoji)
     text = _ATTRS.sub("", text)
     text = _FOOTNOTE_REF.sub("", text)
+    text = _REF_LINK.sub(r"\1", text)
     text = _CRITIC_DROP.sub("", text)
     text = _CRITIC_SWAP.sub(r"\1", text)
     text = _CRITIC_ADD.sub(lambda m: m.group(1) or m.group(2) or "", text)

@@ -42,6 +42,7 @@ from agentskit_chat._terms import content_terms, name_terms, question_clauses, t
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import GroundedSource
 
+from ._page_kinds import about_changes, guides_first, is_change_log
 from ._results import RetrievedChunk
 
 if TYPE_CHECKING:
@@ -205,6 +206,15 @@ class RelevanceRule:
         ]
 
 
+def _without_change_logs(question: str, hits: list[RetrievedChunk]) -> list[RetrievedChunk]:
+    """``hits`` without change-log sections when others remain, unless the question is about
+    changes: an answer is built from the guides, and cites no release note beside them."""
+    if about_changes(question):
+        return hits
+    guides = [hit for hit in hits if not is_change_log(hit)]
+    return guides or hits
+
+
 #: How many sections are searched for each part of a question with parts.
 _PART_TOP_K = 3
 
@@ -252,10 +262,10 @@ class RelevantRetriever:
         second part is not crowded out by the first part's pages. Such a question is answered
         when one section is relevant to the whole question, or each part has one.
         """
-        hits = await self._index.search(question, self._top_k)
+        hits = guides_first(question, await self._index.search(question, self._top_k))
         context, clauses = question_clauses(question)
         if len(clauses) < 2:
-            return self._rule.select(question, hits, self._weights)
+            return _without_change_logs(question, self._rule.select(question, hits, self._weights))
         names = name_terms(question)
         firsts: list[RetrievedChunk] = []
         parts = 0
@@ -265,7 +275,7 @@ class RelevantRetriever:
             if not terms:
                 continue
             parts += 1
-            found = await self._index.search(part, _PART_TOP_K)
+            found = guides_first(question, await self._index.search(part, _PART_TOP_K))
             best = next(
                 (
                     hit
@@ -283,7 +293,7 @@ class RelevantRetriever:
         merged: dict[str, RetrievedChunk] = {}
         for hit in (*firsts, *kept):
             merged.setdefault(hit.id, hit)
-        return list(merged.values())
+        return _without_change_logs(question, list(merged.values()))
 
     async def retrieve(self, request: RetrievalRequest) -> list[GroundedSource]:
         """The ``Retriever`` port: relevant sections for ``request.query`` as sources."""

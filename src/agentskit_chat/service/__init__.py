@@ -27,6 +27,7 @@ from ._pipeline import (
 )
 from ._ports import (
     AskSessionStore,
+    CitedSources,
     GenerationRequest,
     Generator,
     RateLimitDecision,
@@ -48,6 +49,7 @@ __all__ = [
     "AskSessionStore",
     "AuthResult",
     "Authenticated",
+    "CitedSources",
     "GenerationRequest",
     "Generator",
     "InMemoryRateLimiter",

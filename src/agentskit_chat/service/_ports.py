@@ -21,6 +21,7 @@ from agentskit_chat.protocol import (
 
 __all__ = [
     "AskSessionStore",
+    "CitedSources",
     "GenerationRequest",
     "Generator",
     "RateLimitDecision",
@@ -85,11 +86,26 @@ class UsageReport:
     type: Literal["usage"] = "usage"
 
 
+@dataclass(frozen=True, slots=True)
+class CitedSources:
+    """The sources an answer cites, when the generator knows them: 0-based positions in the
+    request's sources, in the order the answer numbers them.
+
+    The ``cite`` event then lists only these sources, in this order, so ``[n]`` in the text
+    is the n-th of them. A generator that never yields one cites every source, in order.
+    """
+
+    positions: tuple[int, ...]
+    type: Literal["sources"] = "sources"
+
+
 class Generator(Protocol):
     """Streams a grounded answer for a question and its sources."""
 
-    def generate(self, request: GenerationRequest) -> AsyncIterator[TextDelta | UsageReport]:
-        """Yield text deltas (and optionally usage reports) in order."""
+    def generate(
+        self, request: GenerationRequest
+    ) -> AsyncIterator[TextDelta | UsageReport | CitedSources]:
+        """Yield text deltas (and optionally usage reports and the cited sources) in order."""
         ...
 
 

@@ -44,6 +44,7 @@ from agentskit_chat.protocol._text import js_trim, utf16_len
 from ._metrics import RequestMetrics
 from ._ports import (
     AskSessionStore,
+    CitedSources,
     GenerationRequest,
     Generator,
     SessionKey,
@@ -108,11 +109,13 @@ class _Frame:
     line: str
 
 
-def _read_chunk(chunk: object) -> tuple[Literal["text", "usage"], Any]:
+def _read_chunk(chunk: object) -> tuple[Literal["text", "usage", "sources"], Any]:
     if isinstance(chunk, TextDelta):
         return "text", chunk.delta
     if isinstance(chunk, UsageReport):
         return "usage", chunk.usage
+    if isinstance(chunk, CitedSources):
+        return "sources", chunk.positions
     if isinstance(chunk, Mapping):
         kind = chunk.get("type")
         if kind == "text":
@@ -120,6 +123,20 @@ def _read_chunk(chunk: object) -> tuple[Literal["text", "usage"], Any]:
         if kind == "usage":
             return "usage", chunk.get("usage")
     raise _BadChunk
+
+
+def _cited_sources(
+    positions: object, sources: tuple[GroundedSource, ...]
+) -> tuple[GroundedSource, ...]:
+    """The sources a generator says its answer cites: distinct positions within ``sources``,
+    at least one; anything else is a bad chunk."""
+    if not isinstance(positions, tuple) or not positions:
+        raise _BadChunk
+    if any(type(p) is not int or not 0 <= p < len(sources) for p in positions):
+        raise _BadChunk
+    if len(set(positions)) != len(positions):
+        raise _BadChunk
+    return tuple(sources[p] for p in positions)
 
 
 async def _close_quietly(iterator: object) -> None:
@@ -198,6 +215,7 @@ class _AskStream:
         parts: list[str] = []
         units = 0
         usage: AskUsage | None = None
+        cited: tuple[GroundedSource, ...] = plan.sources
         chunks = plan.generator.generate(
             GenerationRequest(
                 query=plan.query, messages=plan.messages, site=plan.site, sources=plan.sources
@@ -213,6 +231,9 @@ class _AskStream:
                     if not decoded.ok:
                         raise _BadChunk
                     usage = decoded.value
+                    continue
+                if kind == "sources":
+                    cited = _cited_sources(value, plan.sources)
                     continue
                 if type(value) is not str:
                     raise _BadChunk
@@ -236,7 +257,7 @@ class _AskStream:
                 args={
                     "sources": [
                         {"id": source.id, "title": source.title, "path": source.href}
-                        for source in plan.sources
+                        for source in cited
                     ]
                 },
             )
