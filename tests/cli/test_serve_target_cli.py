@@ -221,6 +221,25 @@ def test_two_workers_share_one_sessions_turns_on_sqlite(project: Path, tmp_path:
         assert answer.startswith(f"first version: {question} [pid ")
 
 
+def test_workers_whose_chat_fails_to_open_stop_the_server(project: Path, tmp_path: Path) -> None:
+    store = f"sqlite:///{tmp_path / 'shared.db'}"
+    args = ["app.py:needs_a_database", "--port", "0", "--workers", "2", "--store", store]
+    result = subprocess.run(
+        [*COMMAND, "serve", *args],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env=environment(),
+        timeout=START_S,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "Serving" not in result.stdout
+    assert "error: the chat's database URL is not set\n" in result.stderr
+    assert result.stderr.endswith("error: the server did not start\n")
+    assert "Traceback" not in result.stderr
+
+
 # --- reloading -----------------------------------------------------------------------------------
 
 
@@ -288,6 +307,12 @@ def invoke(*args: str, env: dict[str, str | None] | None = None) -> Result:
         (("app.py:chat", "--reload", "--workers", "2"), "reloading runs one worker"),
         (("app.py:chat", "--host", "0.0.0.0"), "would expose the chat beyond this machine"),
         (("app.py:chat", "--store", "ftp://nowhere"), "The store URL scheme is not one of"),
+        # With several processes a bad reference is reported once, before any worker starts.
+        (
+            ("app.py:absent", "--workers", "2", "--store", "sqlite:///x.db"),
+            "app.py has no attribute 'absent'",
+        ),
+        (("app.py:absent", "--reload"), "app.py has no attribute 'absent'"),
     ],
 )
 def test_usage_errors_exit_2_with_one_clear_line(

@@ -282,6 +282,9 @@ def run(
             "memory: keeps sessions in one process: use sqlite:///, postgresql:// or redis:// "
             "with several workers or reloading"
         )
+    if several and "target" in chosen:
+        # A bad reference is reported here once, not by every worker uvicorn keeps restarting.
+        load_chat_target(chosen["target"])
     ready = on_ready or _ignore
     import uvicorn  # noqa: PLC0415 - the server extra is optional
 
@@ -350,7 +353,14 @@ def _serve_processes(
     except SystemExit:  # uvicorn logs why it could not bind, then exits
         raise ConfigurationError("the server did not start") from None
     url = _url(sock)
-    threading.Thread(target=_announce_when_ready, args=(url, ready), daemon=True).start()
+    started = threading.Event()
+
+    def announce(url: str) -> None:
+        started.set()
+        ready(url)
+
+    threading.Thread(target=_announce_when_ready, args=(url, announce), daemon=True).start()
+    interrupted = False
     try:
         if reload:
             server = uvicorn.Server(config)
@@ -358,6 +368,9 @@ def _serve_processes(
         else:
             Multiprocess(config, sockets=[sock]).run()
     except KeyboardInterrupt:
-        pass
+        interrupted = True
     finally:
         sock.close()
+    if not started.is_set() and not interrupted:
+        # The workers stopped before one answered (each reported why on stderr).
+        raise ConfigurationError("the server did not start")
