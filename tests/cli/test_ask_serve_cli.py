@@ -105,6 +105,7 @@ def test_serve_without_a_docs_folder_fails(tmp_path: Path) -> None:
     result = invoke("serve", tmp_path / "missing", "--port", "0")
     assert result.exit_code == 1
     assert "the docs folder does not exist" in result.stderr
+    assert "app.py:chat" in result.stderr  # how to serve a chat of one's own instead
 
 
 def test_serve_reports_a_folder_without_markdown_in_one_line(tmp_path: Path) -> None:

@@ -172,10 +172,9 @@ def test_a_chat_that_fails_to_open_exits_with_its_message(project: Path) -> None
         timeout=START_S,
         check=False,
     )
-    assert result.returncode == 2, result.stderr
+    assert result.returncode == 1, result.stderr
     assert result.stdout == ""
-    assert result.stderr.startswith("error: the chat's database URL is not set\n")
-    assert result.stderr.count("database URL") == 1
+    assert result.stderr == "error: the chat's database URL is not set\n"
     assert "Traceback" not in result.stderr
 
 
@@ -233,7 +232,7 @@ def test_workers_whose_chat_fails_to_open_stop_the_server(project: Path, tmp_pat
         timeout=START_S,
         check=False,
     )
-    assert result.returncode == 2, result.stderr
+    assert result.returncode == 1, result.stderr
     assert "Serving" not in result.stdout
     assert "error: the chat's database URL is not set\n" in result.stderr
     assert result.stderr.endswith("error: the server did not start\n")
@@ -301,7 +300,6 @@ def invoke(*args: str, env: dict[str, str | None] | None = None) -> Result:
         (("missing.py:chat",), "missing.py: no such Python file"),
         (("missing.py",), "missing.py: no such Python file"),
         (("app.py:1chat",), "'1chat' is not a Python attribute name"),
-        (("not-a-thing",), "neither a folder of Markdown nor a chat reference"),
         (("app.py:chat", "--workers", "2", "--store", "memory:"), "memory: keeps sessions"),
         (("app.py:chat", "--reload", "--store", "memory:"), "memory: keeps sessions"),
         (("app.py:chat", "--reload", "--workers", "2"), "reloading runs one worker"),

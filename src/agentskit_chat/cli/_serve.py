@@ -121,15 +121,14 @@ def serve_command(
 ) -> None:
     """Serve a chat: the page at /, /api/chat and /healthz (a docs folder also /api/answer,
     /api/ask, /docs and /metrics)."""
-    from agentskit_chat.server._run import run  # noqa: PLC0415 - the server extra
+    from agentskit_chat.server._run import ServeError, run  # noqa: PLC0415 - the server extra
 
     folder = Path(target)
     is_docs = folder.is_dir()
     if not is_docs and ":" not in target and not target.endswith(".py"):
         _fail(
-            f"{target}: neither a folder of Markdown nor a chat reference "
-            "(app.py:chat or package.module:chat)",
-            2,
+            f"{target}: the docs folder does not exist or is not a folder (to serve your own "
+            "chat, name it: app.py:chat or package.module:chat)"
         )
     if not is_docs:
         for name, given in (("--model", model), ("--agent", agent), ("--index", index)):
@@ -182,5 +181,9 @@ def serve_command(
         )
     except ConfigurationError as error:
         _fail(str(error), 2)
+    except ServeError as error:
+        if error.reported:
+            raise typer.Exit(1) from None
+        _fail(str(error))
     except ImportError as error:
         _fail(str(error))

@@ -8,7 +8,8 @@ Starlette host mounts:
 - ``POST /api/chat`` and ``GET /api/chat?sessionId=``: the turn protocol, with sessions and
   messages in one :class:`~agentskit_chat.storage.ChatStores` backend, so any worker can take
   any turn;
-- ``GET /healthz``: readiness (the definition is open and the store answers).
+- ``GET /healthz``: readiness (the definition is open, and every check given in ``checks``
+  passes).
 
 Every route but ``/``, ``/static/...`` and ``/healthz`` follows one rule: with an API key,
 clients send ``Authorization: Bearer <key>``; without one, only loopback clients are served
@@ -238,10 +239,12 @@ def create_app(
             them). Use PostgreSQL or Redis when several workers serve the chat.
         api_key: The key clients must send as ``Authorization: Bearer <key>``. Without one,
             only loopback clients are served.
-        authenticate: The host's own authentication of chat requests (``request`` →
-            ``Authenticated(context)`` or ``Refused(response)``): its context is what the
-            definition's tools and policies see. By default the API-key rule above, whose
-            context is a :class:`~agentskit_chat.assistant.Caller`.
+        authenticate: The host's own decision on who may chat (``request`` →
+            ``Authenticated(context)`` or ``Refused(response)``, whose response is sent as
+            it is), for ``/api/chat``; by default the API-key rule above. One definition
+            serves every caller: a chat whose tools depend on who asks builds that into its
+            definition (its capability policy), or is mounted per tenant with
+            :func:`create_chat_app`, whose factories receive the context.
         timeout: The deadline of one chat turn, in seconds.
         retention_days: With a store URL: delete conversations idle longer than this
             (``ChatStores.prune``); ``None`` keeps them.

@@ -30,7 +30,7 @@ from agentskit_chat.storage import ChatStores, open_chat_stores
 from ._app import ChatSite, create_app
 from ._target import ChatTarget, load_chat_target
 
-__all__ = ["WORKER_ENV", "build_app", "run", "serve", "worker_app"]
+__all__ = ["WORKER_ENV", "ServeError", "run", "serve", "worker_app"]
 
 #: The environment variable that hands a worker process its options (JSON).
 WORKER_ENV: Final = "AGENTSKIT_SERVE_WORKER"
@@ -46,41 +46,75 @@ def _report(message: str) -> None:
     print(f"error: {message}", file=sys.stderr, flush=True)
 
 
-def _owning_lifespan(app: Any, site: ChatSite, stores: ChatStores | None) -> Any:
-    """``app``, whose lifespan opens ``stores`` (when given) and the chat site and closes them
-    again; a failure of ours to start is one line on stderr (the user's own code's errors
-    keep their traceback)."""
+class ServeError(RuntimeError):
+    """The server did not start; why was printed on stderr (one line for our own errors).
 
-    async def serve(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "lifespan":
-            await app(scope, receive, send)
-            return
-        await receive()  # lifespan.startup
+    Attributes:
+        reported: Whether the reason was already printed, so that nothing more need be.
+    """
+
+    def __init__(self, message: str, *, reported: bool = False) -> None:
+        super().__init__(message)
+        self.reported = reported
+
+
+class _Served:
+    """What a served process runs: the app, its chat site and the stores it owns."""
+
+    def __init__(self, app: Any, stores: ChatStores | None) -> None:
+        self.app = app
+        self.site: ChatSite = app.state.chat_site
+        self._stores = stores
+
+    @property
+    def stores(self) -> ChatStores:
+        return self._stores or self.site.stores
+
+    async def open(self) -> bool:
+        """Open the stores and the chat; ``False`` (after one line on stderr) when one of our
+        own checks failed. The user's own code's errors propagate with their traceback."""
         try:
-            if stores is not None:
-                await stores.open()
-            await site.open()
+            if self._stores is not None:
+                await self._stores.open()
+            await self.site.open()
         except (AgentsKitChatError, ImportError) as error:
             _report(str(error))
-            if stores is not None:
-                await stores.aclose()
-            await send({"type": "lifespan.startup.failed", "message": "startup failed"})
-            return
+            if self._stores is not None:
+                await self._stores.aclose()
+            return False
         except BaseException:
-            if stores is not None:
-                await stores.aclose()
+            if self._stores is not None:
+                await self._stores.aclose()
             raise
-        await send({"type": "lifespan.startup.complete"})
-        async with anyio.create_task_group() as group:
-            group.start_soon(_prune_hourly, stores or site.stores)
-            await receive()  # lifespan.shutdown
-            group.cancel_scope.cancel()
-        await site.aclose()
-        if stores is not None:
-            await stores.aclose()
-        await send({"type": "lifespan.shutdown.complete"})
+        return True
 
-    return serve
+    async def aclose(self) -> None:
+        try:
+            await self.site.aclose()
+        finally:
+            if self._stores is not None:
+                await self._stores.aclose()
+
+    def with_lifespan(self) -> Any:
+        """The app, whose lifespan opens and closes it and prunes hourly (for workers)."""
+
+        async def serve(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] != "lifespan":
+                await self.app(scope, receive, send)
+                return
+            await receive()  # lifespan.startup
+            if not await self.open():
+                await send({"type": "lifespan.startup.failed", "message": "startup failed"})
+                return
+            await send({"type": "lifespan.startup.complete"})
+            async with anyio.create_task_group() as group:
+                group.start_soon(_prune_hourly, self.stores)
+                await receive()  # lifespan.shutdown
+                group.cancel_scope.cancel()
+            await self.aclose()
+            await send({"type": "lifespan.shutdown.complete"})
+
+        return serve
 
 
 async def _prune_hourly(stores: ChatStores) -> None:
@@ -95,8 +129,8 @@ async def _prune_hourly(stores: ChatStores) -> None:
         await anyio.sleep(_PRUNE_EVERY_S)
 
 
-def build_app(options: Mapping[str, Any], target: ChatTarget | None = None) -> Any:
-    """The served app for ``options`` (see :func:`serve`), with its owning lifespan.
+def _build(options: Mapping[str, Any], target: ChatTarget | None = None) -> _Served:
+    """What to serve for ``options`` (see :func:`serve`).
 
     ``options["kind"]`` is ``"app"`` (``target``, or ``options["target"]``, a reference) or
     ``"docs"`` (a docs folder's assistant).
@@ -121,7 +155,7 @@ def build_app(options: Mapping[str, Any], target: ChatTarget | None = None) -> A
         app = create_docs_assistant_app(
             assistant, stores=stores, chat_timeout=options.get("timeout", 30.0)
         )
-        return _owning_lifespan(app, app.state.chat_site, stores)
+        return _Served(app, stores)
     chosen = target if target is not None else load_chat_target(options["target"])
     app = create_app(
         chosen,
@@ -130,7 +164,7 @@ def build_app(options: Mapping[str, Any], target: ChatTarget | None = None) -> A
         timeout=options.get("timeout", 30.0),
         retention_days=retention,
     )
-    return _owning_lifespan(app, app.state.chat_site, None)
+    return _Served(app, None)
 
 
 def worker_app() -> Any:
@@ -140,7 +174,7 @@ def worker_app() -> Any:
     """
     options = json.loads(os.environ[WORKER_ENV])
     options["api_key"] = os.environ.get(API_KEY_ENV)
-    return build_app(options)
+    return _build(options).with_lifespan()
 
 
 def _url(sock: socket.socket) -> str:
@@ -214,6 +248,7 @@ def serve(
     Raises:
         ConfigurationError: an unusable target or option (a remote host without a key, an
             in-memory store or a non-reference target with several workers or reloading).
+        ServeError: the server did not start (why was printed on stderr).
         ImportError: the ``server`` extra is not installed.
 
     Example::
@@ -261,7 +296,7 @@ def run(
     if not api_key and not (host.lower() == "localhost" or is_loopback(host)):
         raise ConfigurationError(
             f"serving on {host} would expose the chat beyond this machine: set an API key "
-            "(--api-key or AGENTSKIT_API_KEY), or listen on 127.0.0.1"
+            "with --api-key or AGENTSKIT_API_KEY, or use --host 127.0.0.1"
         )
     if workers < 1:
         raise ConfigurationError("workers must be at least 1")
@@ -300,17 +335,33 @@ def run(
         )
         return
     definition = None if isinstance(target, str) else target
-    app = build_app({**chosen, "api_key": api_key}, definition)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    served = _build({**chosen, "api_key": api_key}, definition)
+    config = uvicorn.Config(served.app, host=host, port=port, log_level="warning", lifespan="off")
     server = _server(config, ready)
+
+    async def main() -> bool | None:
+        if not await served.open():
+            return None
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(_prune_hourly, served.stores)
+                await server.serve()
+                group.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await served.aclose()
+        return bool(server.started)
+
     try:
-        server.run()
-    except SystemExit as exit_:  # uvicorn exits with 3 when it cannot start
+        started = anyio.run(main)
+    except SystemExit as exit_:  # uvicorn exits with 1 when it cannot bind (and says why)
         if exit_.code not in (0, None):
-            raise ConfigurationError("the server did not start") from None
+            raise ServeError("the server did not start") from None
         raise
-    if server.started is False:
-        raise ConfigurationError("the server did not start")
+    if started is None:
+        raise ServeError("the server did not start", reported=True)
+    if not started:
+        raise ServeError("the server did not start")
 
 
 def _serve_processes(
@@ -351,7 +402,7 @@ def _serve_processes(
     try:
         sock = config.bind_socket()
     except SystemExit:  # uvicorn logs why it could not bind, then exits
-        raise ConfigurationError("the server did not start") from None
+        raise ServeError("the server did not start") from None
     url = _url(sock)
     started = threading.Event()
 
@@ -373,4 +424,4 @@ def _serve_processes(
         sock.close()
     if not started.is_set() and not interrupted:
         # The workers stopped before one answered (each reported why on stderr).
-        raise ConfigurationError("the server did not start")
+        raise ServeError("the server did not start")
