@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 import snowballstemmer
@@ -20,6 +21,9 @@ import snowballstemmer
 __all__ = [
     "STOP_WORDS",
     "content_terms",
+    "corrected",
+    "followup_question",
+    "is_followup",
     "name_terms",
     "question_clauses",
     "stem",
@@ -103,7 +107,12 @@ def name_terms(text: str) -> frozenset[str]:
     >>> sorted(name_terms("How do I send metrics to Datadog from @acme/web?"))
     ['acm', 'datadog', 'web']
     """
-    found: set[str] = set()
+    return frozenset(stem(word) for token in _name_tokens(text) for word in words(token))
+
+
+def _name_tokens(text: str) -> list[str]:
+    """The tokens ``text`` writes as names (see :func:`name_terms`), as written."""
+    found: list[str] = []
     sentence_start = True
     normalized = unicodedata.normalize("NFKC", text)
     for match in _TOKEN.finditer(normalized):
@@ -116,11 +125,11 @@ def name_terms(text: str) -> frozenset[str]:
             or (bool(letters) and any(char.isdigit() for char in token))
         )
         if named:
-            found.update(stem(word) for word in words(token))
+            found.append(token)
         sentence_start = match.group()[-1] in _SENTENCE_END or _follows_sentence_end(
             normalized, match.end()
         )
-    return frozenset(found)
+    return found
 
 
 def _follows_sentence_end(text: str, end: int) -> bool:
@@ -144,3 +153,114 @@ def question_clauses(text: str) -> tuple[str, list[str]]:
     if lead is not None:
         context, body = lead.group(1), body[lead.end() :]
     return context, [piece for piece in _CLAUSE.split(body) if piece.strip()]
+
+
+# --- follow-ups and typos -------------------------------------------------------------------------
+
+#: What an elliptic follow-up starts with: "and for Redis?", "what about Windows?".
+_FOLLOWUP: Final = re.compile(
+    r"^\W*(?:and|or|but|also|what\s+about|how\s+about|same\s+for|then)\b(?:\s+(?:for|with|in|on"
+    r"|about|to|if|when|using|via|under))?\s*",
+    re.IGNORECASE,
+)
+#: A follow-up has at most this many content terms of its own.
+_FOLLOWUP_TERMS: Final = 3
+
+
+def is_followup(question: str) -> bool:
+    """Whether ``question`` only makes sense after the previous one: it starts like a
+    continuation ("and for Redis?", "what about Windows?") and names at most three things.
+
+    >>> is_followup("and for Redis?"), is_followup("How do I use Redis?")
+    (True, False)
+    """
+    return bool(_FOLLOWUP.match(question)) and 0 < len(content_terms(question)) <= _FOLLOWUP_TERMS
+
+
+def followup_question(question: str, earlier: Sequence[str]) -> str:
+    """The question an elliptic follow-up asks, written out with the previous question.
+
+    ``earlier`` are the conversation's earlier user questions, oldest first. When
+    ``question`` is a follow-up (:func:`is_followup`) and there is a previous question (itself
+    written out when it was a follow-up too), the follow-up's names take the place of the
+    previous question's last names ("How do I run the server with PostgreSQL?" then "and for
+    Redis?" asks "How do I run the server with Redis?"); without names to swap, the
+    follow-up's words are added to the previous question. Any other question is returned as
+    it is.
+
+    >>> followup_question("and for Redis?", ["How do I run the server with PostgreSQL?"])
+    'How do I run the server with Redis?'
+    """
+    if not earlier or not is_followup(question):
+        return question
+    previous = followup_question(earlier[-1], earlier[:-1])
+    rest = _FOLLOWUP.sub("", question, count=1).strip().rstrip("?!. ")
+    new_names = _name_tokens(f"x {rest}")
+    old_names = _name_tokens(previous)
+    if new_names and old_names:
+        swapped = previous
+        for old, new in zip(reversed(old_names), reversed(new_names), strict=False):
+            at = swapped.rfind(old)
+            swapped = swapped[:at] + new + swapped[at + len(old) :]
+        return swapped
+    return f"{previous.rstrip()} {rest}".strip()
+
+
+#: Words this long may differ from a known word by one edit, and by two from this long.
+_ONE_EDIT: Final = 5
+_TWO_EDITS: Final = 9
+
+
+def _distance(a: str, b: str, limit: int) -> int:
+    """The optimal-string-alignment distance of ``a`` and ``b`` (``limit + 1`` when larger)."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, start=1):
+        current = [i] + [0] * len(b)
+        for j, char_b in enumerate(b, start=1):
+            cost = char_a != char_b
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and char_a == b[j - 2] and a[i - 2] == char_b:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        if min(current) > limit:
+            return limit + 1
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def corrected(question: str, vocabulary: Mapping[str, int]) -> tuple[str, dict[str, str]]:
+    """``question`` with its misspelled words replaced by the words ``vocabulary`` holds.
+
+    ``vocabulary`` counts the folded words of a corpus (:func:`words`). A word of the question
+    that the corpus never writes, of at least five letters and no digit, becomes the corpus word
+    one edit away (two for words of nine letters or more: a swap of two neighbouring letters is
+    one edit), the most frequent when several are; a word with no such neighbour is kept.
+    Returns the question and what was replaced (``{"confgure": "configure"}``).
+
+    >>> corrected("How do I confgure the limiter?", {"configure": 3, "limiter": 1})
+    ('How do I configure the limiter?', {'confgure': 'configure'})
+    """
+    replaced: dict[str, str] = {}
+    for word in set(words(question)):
+        if word in vocabulary or word in STOP_WORDS or len(word) < _ONE_EDIT:
+            continue
+        if any(char.isdigit() for char in word):
+            continue
+        limit = 2 if len(word) >= _TWO_EDITS else 1
+        best: tuple[int, int, str] | None = None
+        for known, count in vocabulary.items():
+            if abs(len(known) - len(word)) > limit or (known[0] != word[0] and limit == 1):
+                continue
+            distance = _distance(word, known, limit)
+            if distance <= limit and (best is None or (distance, -count) < best[:2]):
+                best = (distance, -count, known)
+        if best is not None:
+            replaced[word] = best[2]
+    if not replaced:
+        return question, {}
+    pattern = re.compile(
+        r"\b(" + "|".join(re.escape(word) for word in replaced) + r")\b", re.IGNORECASE
+    )
+    return pattern.sub(lambda m: replaced[m.group(0).casefold()], question), replaced

@@ -104,7 +104,8 @@ print("hello")
 """
     [chunk] = chunk_markdown(source, path="page.md").chunks
     assert chunk.text == (
-        "Some emphasis, a link, inline code and an image.\n\n"
+        # Code spans keep their backticks: a command in a sentence reads as code.
+        "Some emphasis, a link, `inline code` and an image.\n\n"
         "- first item\n- second item\n\n"
         "| name | value |\n| --- | --- |\n| port | 8000 |\n\n"
         # The fence keeps its language, so an answer can show the code highlighted.

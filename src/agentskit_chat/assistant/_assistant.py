@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -21,6 +22,7 @@ import anyio.to_thread
 
 from agentskit_chat._doclinks import page_href
 from agentskit_chat._observers import notify
+from agentskit_chat._terms import words
 from agentskit_chat.agents import AnalystGenerator, PydanticAIGenerator
 from agentskit_chat.answers import (
     ArtifactBuild,
@@ -230,14 +232,14 @@ class DocsAssistant:
         folder = await anyio.to_thread.run_sync(read_docs_folder, self.docs_dir)
         build = await anyio.to_thread.run_sync(self._build_artifact, folder)
         resolver = await anyio.to_thread.run_sync(self._create_resolver, build)
-        corpus, weights = await anyio.to_thread.run_sync(self._load_corpus, folder)
+        corpus, weights, vocabulary = await anyio.to_thread.run_sync(self._load_corpus, folder)
         if self._index_path is not None:
             await anyio.to_thread.run_sync(self._make_index_folder)
         index = await SQLiteFTSRetriever.open(
             ":memory:" if self._index_path is None else self._index_path, corpus=corpus
         )
         try:
-            retriever = RelevantRetriever(index, weights, self._relevance)
+            retriever = RelevantRetriever(index, weights, self._relevance, vocabulary=vocabulary)
             site = site_config(self.site_id, self._store is not None, self._max_sources)
             service = AskService(
                 resolve_site=lambda context: site,
@@ -294,12 +296,15 @@ class DocsAssistant:
             now=self._now,
         )
 
-    def _load_corpus(self, folder: DocsFolder) -> tuple[MarkdownCorpus, TermWeights]:
+    def _load_corpus(self, folder: DocsFolder) -> tuple[MarkdownCorpus, TermWeights, Counter[str]]:
         corpus = MarkdownCorpus.from_documents(
             folder.documents, href_prefix=self._href_prefix, root=folder.root
         )
-        weights = TermWeights.from_texts(f"{c.title}\n{c.text}" for c in corpus.chunks)
-        return corpus, weights
+        texts = [f"{c.title}\n{c.text}" for c in corpus.chunks]
+        weights = TermWeights.from_texts(texts)
+        # What a misspelled word of a question is corrected to: the words the docs write.
+        vocabulary = Counter(word for text in texts for word in words(text))
+        return corpus, weights, vocabulary
 
     def _make_index_folder(self) -> None:
         assert self._index_path is not None

@@ -11,12 +11,14 @@ grounded sources were found, never a guess.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from typing import Final
 
 import anyio.lowlevel
 import anyio.to_thread
 
+from agentskit_chat._terms import corrected, followup_question, words
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import AskUsage, GroundedSource
 from agentskit_chat.service import CitedSources, GenerationRequest, TextDelta, UsageReport
@@ -89,7 +91,10 @@ class ExtractiveGenerator:
     ) -> AsyncIterator[TextDelta | UsageReport | CitedSources]:
         """Stream the composed answer a line at a time, then usage (``model: extractive``).
 
-        The answer cites only the sources it uses, once each: it says which first
+        The question is read in its conversation: an elliptic follow-up ("and for Redis?")
+        is answered as the previous question written out with it, and a misspelled word is read
+        as the word the sources write one edit away. The answer cites only the sources it
+        uses, once each: it says which first
         (:class:`~agentskit_chat.service.CitedSources`), so the ``cite`` event lists just
         those, and ``[n]`` is the n-th of them.
 
@@ -100,12 +105,13 @@ class ExtractiveGenerator:
         Scoring is CPU work: for large excerpts it runs in a worker thread, so the event loop
         keeps serving other streams meanwhile.
         """
+        query = _question(request)
         size = sum(len(source.excerpt) for source in request.sources)
         if size <= _INLINE_CHARS:
-            answer, cited = self.compose_cited(request.query, request.sources)
+            answer, cited = self.compose_cited(query, request.sources)
         else:
             answer, cited = await anyio.to_thread.run_sync(
-                self.compose_cited, request.query, request.sources
+                self.compose_cited, query, request.sources
             )
         if cited:
             yield CitedSources(cited)
@@ -127,3 +133,14 @@ class ExtractiveGenerator:
                 model=self._model,
             )
         )
+
+
+def _question(request: GenerationRequest) -> str:
+    """The question answered: an elliptic follow-up written out with the previous question,
+    and a misspelled word read as the word the sources write one edit away."""
+    earlier = [m.content for m in request.messages[:-1] if m.role == "user"]
+    question = followup_question(request.query, earlier)
+    vocabulary = Counter(
+        word for source in request.sources for word in words(f"{source.title}\n{source.excerpt}")
+    )
+    return corrected(question, vocabulary)[0]

@@ -251,10 +251,20 @@ class _Section:
     blocks: list[tuple[str, str]] = field(default_factory=list)  # (kind, text)
 
 
-def _inline_text(token: Token) -> str:
+def _code_span(code: str) -> str:
+    """``code`` as a Markdown code span, its fence longer than any run of backticks inside."""
+    longest = max((len(run) for run in re.findall("`+", code)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if code.startswith("`") or code.endswith("`") else ""
+    return f"{ticks}{pad}{code}{pad}{ticks}"
+
+
+def _inline_text(token: Token, *, code: bool = True) -> str:
     parts: list[str] = []
     for child in token.children or ():
-        if child.type in ("text", "code_inline", "image"):
+        if child.type == "code_inline" and code:
+            parts.append(_code_span(child.content))
+        elif child.type in ("text", "code_inline", "image"):
             parts.append(child.content)
         elif child.type == "softbreak":
             parts.append(" ")
@@ -288,7 +298,7 @@ def _sections(markdown: str) -> list[_Section]:
         token = tokens[index]
         blocks = sections[-1].blocks
         if token.type == "heading_open":
-            heading = _inline_text(tokens[index + 1]) if index + 1 < len(tokens) else ""
+            heading = _inline_text(tokens[index + 1], code=False) if index + 1 < len(tokens) else ""
             sections.append(_Section(int(token.tag[1]), heading, slugger.slug(heading)))
             index += 3  # heading_open, inline, heading_close
             continue

@@ -34,11 +34,18 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from agentskit_chat._terms import content_terms, name_terms, question_clauses, term_set
+from agentskit_chat._terms import (
+    content_terms,
+    corrected,
+    followup_question,
+    name_terms,
+    question_clauses,
+    term_set,
+)
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import GroundedSource
 
@@ -233,6 +240,11 @@ class RelevantRetriever:
     It searches the ``top_k`` best sections for the question and returns those the rule finds
     relevant, as grounded sources, best first. None relevant → no sources, so the Ask service
     answers ``ASK_NO_GROUNDED_SOURCES`` instead of answering from weakly related text.
+
+    The question is read in its conversation: an elliptic follow-up ("and for Redis?") is
+    written out with the previous question (:func:`~agentskit_chat._terms.followup_question`),
+    and, given the corpus's ``vocabulary`` (how often each folded word occurs), a misspelled
+    word is read as the corpus word one edit away.
     """
 
     def __init__(
@@ -242,11 +254,13 @@ class RelevantRetriever:
         rule: RelevanceRule | None = None,
         *,
         top_k: int = 8,
+        vocabulary: Mapping[str, int] | None = None,
     ) -> None:
         self._index = index
         self._weights = weights
         self._rule = rule or RelevanceRule()
         self._top_k = top_k
+        self._vocabulary = vocabulary
 
     @property
     def rule(self) -> RelevanceRule:
@@ -295,10 +309,20 @@ class RelevantRetriever:
             merged.setdefault(hit.id, hit)
         return _without_change_logs(question, list(merged.values()))
 
+    def question(self, query: str, earlier: Sequence[str] = ()) -> str:
+        """The question searched for ``query``: a follow-up written out with the ``earlier``
+        user questions (oldest first), misspelled words corrected against the vocabulary."""
+        question = followup_question(query, earlier)
+        if self._vocabulary:
+            question, _ = corrected(question, self._vocabulary)
+        return question
+
     async def retrieve(self, request: RetrievalRequest) -> list[GroundedSource]:
-        """The ``Retriever`` port: relevant sections for ``request.query`` as sources."""
+        """The ``Retriever`` port: relevant sections for the question (:meth:`question` of
+        ``request.query`` in its conversation) as sources."""
+        earlier = [m.content for m in request.messages[:-1] if m.role == "user"]
         return [
             source
-            for hit in await self.relevant(request.query)
+            for hit in await self.relevant(self.question(request.query, earlier))
             if (source := hit.to_source()) is not None
         ]

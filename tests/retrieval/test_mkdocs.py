@@ -1,0 +1,229 @@
+"""MkDocs, Material and PyMdown syntax never reaches an answer; code that shows it stays."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentskit_chat.assistant import create_docs_assistant
+from agentskit_chat.protocol import ExactAnswer
+from agentskit_chat.retrieval import chunk_markdown
+from agentskit_chat.retrieval._mkdocs import mkdocs_syntax, plain_markdown
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED_CORPORA = ROOT.parent / "shared" / "corpora"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # Admonitions, collapsible blocks and tabs: the title is a paragraph, the body stays.
+        (
+            '!!! warning "Experimental API"\n    It may change.\n',
+            "Experimental API\n\nIt may change.\n\n",
+        ),
+        ("!!! note\n    Read this.\n", "Note\n\nRead this.\n\n"),
+        (
+            '???+ info "Streaming"\n    Chunks are sent as produced.\n',
+            "Streaming\n\nChunks are sent as produced.\n\n",
+        ),
+        (
+            '=== "macOS"\n\n    ```sh\n    brew install x\n    ```\n',
+            "macOS\n\n\n```sh\nbrew install x\n```\n\n",
+        ),
+        # PyMdown blocks, their options dropped; an html block keeps only its body.
+        ("/// warning | Careful\nBody.\n///", "Careful\n\nBody.\n"),
+        ("/// html | div.result\n**Shown**\n///", "**Shown**\n"),
+        ("//// tab | One\n    attrs: {class: x}\nText.\n////", "One\n\nText.\n"),
+        # Includes and directives are dropped.
+        ('--8<-- "links.md"', ""),
+        ("--8<--\na.md\nb.md\n--8<--\nAfter.", "After."),
+        ("{* ../../docs_src/app.py hl[3] *}\nText.", "Text."),
+        ("::: hatch.plugin.Interface\n    options:\n      show: true\nText.", "Text."),
+        ("*[HTML]: Hyper Text Markup Language\nText.", "Text."),
+        # Inline syntax is removed, its text kept.
+        ("## Features ### {: #features }", "## Features ###"),
+        ("![Logo](logo.svg){ loading=lazy .off-glb }", "![Logo](logo.svg)"),
+        (":material-lock:{ .lg } __Environments__", " __Environments__"),
+        ("Press ++ctrl+alt+delete++.", "Press Ctrl+Alt+Delete."),
+        ("==marked== and ^^inserted^^ text[^1]", "marked and inserted text"),
+        ("`#!py3 True` by default", "`True` by default"),
+        ("See [CodeHilite][codehilite] for more.", "See CodeHilite for more."),
+        ("| yes | :white_check_mark: |", "| yes | ✅ |"),
+        # Fenced code is left exactly as written, whatever it shows.
+        (
+            '```md\n!!! note\n    x\n--8<-- "a.md"\n```',
+            '```md\n!!! note\n    x\n--8<-- "a.md"\n```',
+        ),
+        # Ordinary braces are text.
+        ("Use `/{username}` or {name} here.", "Use `/{username}` or {name} here."),
+    ],
+)
+def test_plain_markdown(source: str, expected: str) -> None:
+    assert plain_markdown(source) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ('!!! note "x"', ["!!!"]),
+        ("text {: .class } more", ["{:"]),
+        ("a {#anchor} b", ["{#anchor}"]),
+        ("{* docs_src/a.py *}", ["{* docs_src/a.py *}"]),
+        ("/// tab | A", ["///"]),
+        ("an :octicons-arrow-right-24: icon", [":octicons-arrow-right-24:"]),
+        ("```\n!!! note\n```\nclean `{: x}` text", []),
+        ("Plain answer [1].", []),
+    ],
+)
+def test_mkdocs_syntax_finds_what_is_left(text: str, found: list[str]) -> None:
+    assert mkdocs_syntax(text) == found
+
+
+MATERIAL_PAGE = """\
+---
+title: Environments
+---
+
+[:octicons-file-code-24:][_source]{: .source-link }
+
+Environments keep projects apart. { .lead }
+
+!!! tip "Shell completion"
+    Run `envtool completion` to print the completion script.
+
+??? info "Where environments live"
+    Environments live under the data directory, one folder each.
+
+=== "Linux"
+    ```sh
+    envtool create --python 3.12
+    ```
+
+=== "Windows"
+    ```powershell
+    envtool.exe create --python 3.12
+    ```
+
+## Creating an environment ## {: #create }
+
+/// warning | Slow on first use
+The first creation downloads the interpreter, which takes a minute.
+///
+
+{* ../../docs_src/create.py hl[2] *}
+
+Press ++ctrl+c++ to stop a creation.
+
+--8<-- "links.md"
+
+*[CLI]: Command line interface
+"""
+
+REFERENCE_PAGE = """\
+# Reference
+
+::: envtool.api.Environment
+    options:
+      show_source: false
+
+## Options
+
+| Option | Default | Description |
+| --- | --- | --- |
+| `python` | `#!py3 "3.12"` | The interpreter version :material-language-python: |
+| `keep` | `#!py3 False` | Keep the folder after removal |
+"""
+
+
+@pytest.fixture
+def material_docs(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "environments.md").write_text(MATERIAL_PAGE, "utf-8")
+    (folder / "reference.md").write_text(REFERENCE_PAGE, "utf-8")
+    return folder
+
+
+def test_chunks_of_a_material_page_hold_its_words_and_no_syntax() -> None:
+    document = chunk_markdown(MATERIAL_PAGE, path="environments.md")
+    assert document.title == "Environments"
+    text = "\n\n".join(chunk.text for chunk in document.chunks)
+    assert mkdocs_syntax(text) == []
+    for words in (
+        "Shell completion",
+        "Run `envtool completion` to print the completion script.",
+        "Environments live under the data directory",
+        "```sh\nenvtool create --python 3.12\n```",
+        "Slow on first use",
+        "Press Ctrl+C to stop a creation.",
+    ):
+        assert words in text
+    assert [chunk.heading for chunk in document.chunks] == [
+        "Environments",
+        "Creating an environment",
+    ]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How do I print the shell completion script?",
+        "Where do environments live?",
+        "How do I create an environment on Windows?",
+        "Why is the first creation slow?",
+        "How do I stop a creation?",
+        "What is the default python option?",
+    ],
+)
+async def test_answers_from_material_pages_hold_no_syntax(
+    material_docs: Path, question: str
+) -> None:
+    async with create_docs_assistant(material_docs) as assistant:
+        reply = await assistant.ask(question)
+    assert isinstance(reply, ExactAnswer), question
+    assert mkdocs_syntax(reply.answer.markdown) == []
+
+
+def _corpus_questions(name: str, docs: Path) -> list[str]:
+    data = json.loads((ROOT / "bench" / f"quality_questions_{name}.json").read_text("utf-8"))
+    questions = [entry["question"] for entry in data["questions"]]
+    assert questions
+    return questions
+
+
+@pytest.mark.parametrize(
+    ("name", "folder"),
+    [
+        ("starlette", SHARED_CORPORA / "starlette-1.10.0" / "docs"),
+        ("hatch", ROOT.parent / "corpora" / "hatch-1.18.2" / "docs"),
+        (
+            "pymdown",
+            ROOT.parent / "corpora" / "pymdown_extensions-13.1.2" / "docs" / "src" / "markdown",
+        ),
+    ],
+)
+async def test_no_answer_over_an_external_corpus_holds_mkdocs_syntax(
+    name: str, folder: Path
+) -> None:
+    """Every question of the corpus's frozen set; Starlette's docs are beside the repository
+    in CI, the others only where they were fetched (bench/_corpora.py)."""
+    if not folder.is_dir():
+        pytest.skip(f"the {name} corpus is not at {folder}")
+    answered = 0
+    async with create_docs_assistant(folder) as assistant:
+        for question in _corpus_questions(name, folder):
+            reply = await assistant.ask(question)
+            if isinstance(reply, ExactAnswer):
+                answered += 1
+                assert mkdocs_syntax(reply.answer.markdown) == [], question
+    assert answered >= 20
