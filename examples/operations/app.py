@@ -6,8 +6,8 @@ and a capability policy fed by the host's trusted context decides, at proposal a
 execution: ``operations.read`` to read, ``operations.restart`` to restart. A restart is sent
 to the service with the idempotency key ``<sessionId>:<toolCallId>``, and every decision is
 written to an audit trace (never a token, secret or credential): ``trace`` shows it, and
-``--trace-file`` appends it as JSON lines. (``/operations`` and ``/trace`` work on the page;
-the terminal keeps ``/commands`` for itself.)
+``--trace-file`` appends it as JSON lines. (``operations`` and ``trace`` answer with or
+without their slash.)
 
 Run it (no API key needed: a scripted pydantic-ai model answers by default)::
 
@@ -368,8 +368,7 @@ def _scripted_model() -> FunctionModel:
 
 
 def _command(word: str) -> Callable[[str], bool]:
-    """Matches ``word`` or ``/word`` (the terminal keeps ``/commands`` for itself, so the bare
-    word is what works everywhere)."""
+    """Matches ``word`` or ``/word``, whichever the user types."""
     accepted = {word, f"/{word}"}
     return lambda text: text.strip().lower() in accepted
 

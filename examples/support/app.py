@@ -1,8 +1,8 @@
 """Support desk: the assistant opens a support ticket for a human, but only once you approve it.
 
 Ask for a human ("I need to talk to a person about my invoice") and the model proposes the
-``create-support-ticket`` tool; type ``support`` (or ``/support`` on the page; the terminal
-keeps ``/commands`` for itself) and the chat offers the same action in a choice list. Either
+``create-support-ticket`` tool; type ``support`` (or ``/support``) and the chat offers the
+same action in a choice list. Either
 way nothing runs until you approve, the ticket service is called exactly once per approval
 (on any worker), a rejection never calls it, and a capability policy fed by the host's
 trusted context decides, at proposal and again at execution, whether this caller may create
