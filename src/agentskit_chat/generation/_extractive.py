@@ -56,7 +56,7 @@ class ExtractiveGenerator:
     def __init__(
         self,
         *,
-        max_answer_chars: int = 900,
+        max_answer_chars: int = 800,
         max_sections: int = 3,
         model: str = "extractive",
     ) -> None:
