@@ -20,6 +20,7 @@ from agentskit_chat.protocol import (
     ChoicesAnswer,
     ComponentFrame,
     EscalationAnswer,
+    ExactAnswer,
 )
 from agentskit_chat.protocol._decode import validate_model
 from agentskit_chat.runtime import (
@@ -79,7 +80,15 @@ class DeterministicAnswerAdapter:
     reservations and is passed on to a session-aware fallback.
     """
 
-    __slots__ = ("_backend", "_choices", "_fallback", "_fallback_mode", "_notify", "_resolver")
+    __slots__ = (
+        "_backend",
+        "_choices",
+        "_expand",
+        "_fallback",
+        "_fallback_mode",
+        "_notify",
+        "_resolver",
+    )
 
     def __init__(
         self,
@@ -89,8 +98,10 @@ class DeterministicAnswerAdapter:
         fallback: ChatAdapter | None,
         backend: BackendProvenance,
         on_decision: DecisionObserver | None,
+        expand_answer: Callable[[ExactAnswer], ExactAnswer] | None = None,
     ) -> None:
         self._resolver = resolver
+        self._expand = expand_answer
         self._fallback_mode = fallback_mode
         self._fallback = fallback
         self._backend = backend
@@ -128,6 +139,8 @@ class DeterministicAnswerAdapter:
         """
         content, message_id = _latest_user_input(request.messages)
         decision = self._resolver.resolve(content)
+        if isinstance(decision, ExactAnswer) and self._expand is not None:
+            decision = self._expand(decision)
         if not isinstance(decision, EscalationAnswer):
             self._notify(decision)
             return self._local(decision, message_id, session_id)
@@ -256,6 +269,7 @@ def create_deterministic_answer_adapter(
     backend: Mapping[str, str] | None = None,
     now: Clock | None = None,
     on_decision: DecisionObserver | None = None,
+    expand_answer: Callable[[ExactAnswer], ExactAnswer] | None = None,
 ) -> DeterministicAnswerAdapter:
     """An adapter that answers from ``artifact`` and falls back to ``fallback``.
 
@@ -274,6 +288,9 @@ def create_deterministic_answer_adapter(
         now: The clock (aware ``datetime`` or epoch milliseconds); defaults to the wall clock.
         on_decision: Observer told about every decision: local decisions when the source is
             created, escalations before the fallback is called, backend answers at the end.
+        expand_answer: What a local exact answer becomes before it is shown (and observed):
+            the docs assistant shows the section a heading's answer points at. By default
+            exact answers are shown as the artifact holds them.
 
     Raises:
         ConfigurationError: when ``fallback_mode`` or ``backend`` is invalid.
@@ -293,4 +310,5 @@ def create_deterministic_answer_adapter(
         fallback=fallback,
         backend=provenance,
         on_decision=on_decision,
+        expand_answer=expand_answer,
     )

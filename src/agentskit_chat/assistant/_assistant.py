@@ -71,6 +71,7 @@ from ._backend import (
     site_config,
     subject_of,
 )
+from ._sections import SectionAnswers
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -122,6 +123,7 @@ class _State:
     service: AskService
     generator: Generator
     pages: dict[str, DocsPage]
+    sections: SectionAnswers
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +262,8 @@ class DocsAssistant:
             )
             for document in folder.documents
         }
-        return _State(build, resolver, index, retriever, site, service, generator, pages)
+        sections = SectionAnswers(build.artifact, corpus.chunks)
+        return _State(build, resolver, index, retriever, site, service, generator, pages, sections)
 
     def _resolve_generator(self) -> Generator:
         if self._generator is not None:
@@ -354,6 +357,12 @@ class DocsAssistant:
         """The relevance rule in force."""
         return self._relevance
 
+    def expand_answer(self, answer: ExactAnswer) -> ExactAnswer:
+        """``answer`` as the reader sees it: an exact answer that points at a heading (``See
+        Limits in Operations.``, what a picked choice gets too) shows the section itself, with
+        the same citation; any other answer is returned unchanged."""
+        return self._require().sections.expand(answer)
+
     def page(self, href: str) -> DocsPage | None:
         """The page a citation link points at (its path: ``/docs/guide``), or ``None``.
 
@@ -419,6 +428,8 @@ class DocsAssistant:
         """:meth:`ask` on behalf of ``caller`` (the web app passes the HTTP caller)."""
         state = self._require()
         decision = state.resolver.resolve(question)
+        if isinstance(decision, ExactAnswer):
+            return state.sections.expand(decision)
         if not isinstance(decision, EscalationAnswer):
             return decision
         if session_id is None and state.site.persistence.mode == "required":

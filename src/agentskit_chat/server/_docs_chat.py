@@ -123,6 +123,7 @@ def docs_chat_definition(assistant: DocsAssistant, service: AskService) -> ChatD
         expected_site_id=assistant.site_id,
         fallback_mode="backend",
         fallback=fallback,
+        expand_answer=assistant.expand_answer,  # a heading's answer shows its section
     )
     return define_chat(
         id=DOCS_CHAT_ID,
