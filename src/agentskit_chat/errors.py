@@ -5,9 +5,11 @@ are for programmer-facing misuse (encoding an invalid value, constructing with b
 
     AgentsKitChatError
     ├── ProtocolError            a value does not satisfy a wire contract
-    │   └── ContentHashError     an artifact cannot be hashed because it is not valid
+    │   ├── ContentHashError     an artifact cannot be hashed because it is not valid
+    │   └── ConversationTooLargeError  messages exceed what one memory record can hold
     ├── BuildError               a knowledge artifact cannot be built from a docs folder
     ├── ConfigurationError       a component was given invalid options (``AK_CONFIG_INVALID``)
+    │   └── ConfirmationResolvedElsewhereError  another client decided the confirmation first
     ├── ToolError                a tool call was refused (``AK_TOOL_*`` codes)
     ├── AnswerCommitError        an ``answer_commit`` payload is not valid (reason + example)
     ├── SessionConflictError     a chat session snapshot changed in another client (CAS conflict)
@@ -27,7 +29,9 @@ __all__ = [
     "BuildError",
     "ChatHandlerError",
     "ConfigurationError",
+    "ConfirmationResolvedElsewhereError",
     "ContentHashError",
+    "ConversationTooLargeError",
     "ProtocolError",
     "RateLimitError",
     "RetrievalError",
@@ -57,6 +61,23 @@ class ProtocolError(AgentsKitChatError, ValueError):
 
 class ContentHashError(ProtocolError):
     """An artifact could not be hashed because it does not decode as a valid artifact."""
+
+
+class ConversationTooLargeError(ProtocolError):
+    """Messages that exceed what one memory record (and so one turn snapshot) can hold: more
+    than 10,000 messages or 10,000 JSON values in all.
+
+    A chat memory raises it instead of saving (nothing is written); the chat handler answers a
+    turn that would exceed it with a ``CONVERSATION_TOO_LARGE`` diagnostic that is not
+    retryable, and keeps the conversation as it was.
+
+    Attributes:
+        code: Always ``AK_CONFIG_INVALID``.
+        message: The fixed message.
+    """
+
+    def __init__(self, message: str = "The messages exceed the limits of a memory record.") -> None:
+        super().__init__("AK_CONFIG_INVALID", message)
 
 
 class BuildError(AgentsKitChatError):
@@ -94,6 +115,18 @@ class ConfigurationError(AgentsKitChatError, ValueError):
         super().__init__(message)
         self.message = message
         self.hint = hint
+
+
+class ConfirmationResolvedElsewhereError(ConfigurationError):
+    """A decision on an action confirmation lost the race: another client (or worker) claimed
+    the record first, so this call did not change it and ran nothing.
+
+    Raised by ``ActionConfirmation.approve``/``reject`` when the claim hook refuses, and by the
+    chat handler's decision turns; the chat handler answers it ``CONFIRMATION_UNAVAILABLE``.
+    """
+
+    def __init__(self, *, hint: str | None = None) -> None:
+        super().__init__("Action confirmation was already resolved by another client.", hint=hint)
 
 
 class ToolError(AgentsKitChatError):

@@ -28,11 +28,13 @@ from typing import Any, Final, Literal, TypeVar
 
 import anyio
 
+from agentskit_chat.errors import ConfirmationResolvedElsewhereError
 from agentskit_chat.protocol import Confirmation, ConfirmationStatus
 from agentskit_chat.protocol._json import MAX_SAFE_INTEGER
 from agentskit_chat.protocol._types import is_safe_id, thaw
 
 from ._records import (
+    CONFIRMATION_HINT,
     PROCESSING_STATUSES,
     TERMINAL_STATUSES,
     ClaimLost,
@@ -65,7 +67,6 @@ _INVALID_OPTIONS: Final = "Action confirmation options are invalid."
 _INVALID_ID: Final = "Action confirmation id is invalid."
 _USED_ID: Final = "Action confirmation id is already in use."
 _INVALID_TOKEN: Final = "Action confirmation token is invalid for this session."
-_RESOLVED: Final = "Action confirmation was already resolved by another client."
 _FULL: Final = "Action confirmation limit is reached."
 _EXPIRY: Final = "Action confirmation expiry is invalid."
 _NOT_STUCK: Final = "Action confirmation is not awaiting reconciliation."
@@ -226,8 +227,9 @@ class ActionConfirmation:
 
         Raises:
             ConfigurationError: "Action confirmation token is invalid for this session."
-                (unknown token, or another session's; nothing is called), "Action confirmation
-                was already resolved by another client." (the claim hook refused).
+                (unknown token, or another session's; nothing is called).
+            ConfirmationResolvedElsewhereError: the claim hook refused (another client
+                decided first; nothing ran).
             SessionConflictError: the session's snapshot changed in another client in a way
                 that does not settle this record.
             Exception: whatever the upstream raised (see the class for what happens to the
@@ -352,7 +354,7 @@ class ActionConfirmation:
             if isinstance(outcome, ClaimLost):
                 return self._adopt(outcome.current), False
             if outcome is not True:
-                raise confirmation_error(_RESOLVED)
+                raise ConfirmationResolvedElsewhereError(hint=CONFIRMATION_HINT)
             self._records[record.token] = updated
             return updated, True
         self._records[record.token] = updated

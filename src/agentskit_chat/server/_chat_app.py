@@ -37,6 +37,9 @@ from agentskit_chat.conversation._factory import check_memory_for
 from agentskit_chat.errors import (
     ChatHandlerError,
     ConfigurationError,
+    ConfirmationResolvedElsewhereError,
+    ConversationTooLargeError,
+    ProtocolError,
     SessionConflictError,
     StorageError,
     ToolError,
@@ -72,6 +75,7 @@ from ._chat_actions import (
 from ._chat_approvals import decision_operation, record_waiting_calls
 from ._chat_interactions import accept_interaction
 from ._chat_operations import OPERATION_UNAVAILABLE_MESSAGE, operation_target, turn_operation
+from ._history import compact_history, exceeds_record_limits
 
 __all__ = [
     "ChatApp",
@@ -117,6 +121,7 @@ _INDETERMINATE: Final = "This turn already ended without a known outcome; start 
 _TIMEOUT: Final = "The chat request timed out."
 _CANCELLED: Final = "The chat request was cancelled."
 _INTERNAL: Final = "The chat request failed."
+_TOO_LARGE: Final = "This turn is too large to be kept in the conversation."
 _CHOICE_EXPIRED: Final = "This deterministic choice expired. Ask the question again."
 _TURN_FAILED: Final = {
     "version": 1,
@@ -131,8 +136,6 @@ _INVALID_QUERY: Final = "The query must name one valid sessionId."
 _RESUME_TURN_ID: Final = "resume"
 _ACTION_FORBIDDEN: Final = "This action is not allowed."
 _ACTION_INVALID: Final = "This action cannot be proposed."
-# The confirmation coordinator's refusal when another client claimed the record first.
-_RESOLVED_ELSEWHERE: Final = "Action confirmation was already resolved by another client."
 
 
 class _Failure(Exception):
@@ -170,6 +173,8 @@ def _classify(error: BaseException) -> _Failure:
         return _Failure(error.status, error.code, error.message, retryable=error.retryable)
     if isinstance(error, SessionConflictError):
         return _Failure(409, "SESSION_CONFLICT", _CONFLICT, retryable=True)
+    if isinstance(error, ConversationTooLargeError):
+        return _Failure(409, "CONVERSATION_TOO_LARGE", _TOO_LARGE, retryable=False)
     if isinstance(error, StorageError):
         return _Failure(500, "SERVER_INTERNAL", _INTERNAL, retryable=error.retryable)
     if isinstance(error, ConfigurationError):
@@ -409,10 +414,10 @@ class _Turn:
         except ToolError as error:
             self.send_failed = True
             self.failure = _action_refusal(error)
-        except ConfigurationError as error:
+        except ConfirmationResolvedElsewhereError:
+            # Another client decided the call first: nothing ran here.
             self.send_failed = True
-            if error.message == _RESOLVED_ELSEWHERE:
-                self.failure = _unavailable()
+            self.failure = _unavailable()
         except Exception:
             self.send_failed = True
         finally:
@@ -486,6 +491,9 @@ class _Turn:
             messages = _mark_choice(messages, self._reservation.instance_id)
         if self._memory is not None:
             try:
+                if exceeds_record_limits(messages):
+                    # Whatever the memory would do with it: no snapshot could ever carry it.
+                    raise ConversationTooLargeError()
                 with anyio.fail_after(bound):
                     await self._memory.save(messages)
             except BaseException as error:
@@ -645,7 +653,7 @@ class ChatApp:
             loaded = tuple(await memory.load()) if memory is not None else ()
         finally:
             await self.close_memory(memory)
-        messages = loaded or tuple(definition.chat.initial_messages)
+        messages = compact_history(loaded or tuple(definition.chat.initial_messages))
         finished = session.terminal_turns
         status: Literal["idle", "complete", "error"] = "idle"
         if messages:
@@ -739,7 +747,8 @@ class ChatApp:
         try:
             memory = await self._memory_for(context, session_id, definition)
             loaded = tuple(await memory.load()) if memory is not None else ()
-            messages = loaded or tuple(definition.chat.initial_messages)
+            # The newest messages within fixed bounds: the turn saves what it starts from.
+            messages = compact_history(loaded or tuple(definition.chat.initial_messages))
             decision = confirmation_decision(candidate)
             requested = turn_operation(candidate)
             mixed = requested is not None and (
@@ -968,6 +977,15 @@ class ChatApp:
         )
 
     def _snapshot_line(self, turn: _Turn, state: ChatState) -> str:
+        try:
+            return self._encode_snapshot(turn, state)
+        except ProtocolError:
+            if exceeds_record_limits(state.messages):
+                # Only a turn larger than the room compaction leaves (see _history).
+                raise ConversationTooLargeError() from None
+            raise
+
+    def _encode_snapshot(self, turn: _Turn, state: ChatState) -> str:
         event = create_snapshot_event(
             event_id=self._create_id(),
             session_id=turn.submission.session_id,

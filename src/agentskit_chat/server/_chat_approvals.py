@@ -24,7 +24,11 @@ from typing import Any, Final
 
 from agentskit_chat.actions import ActionConfirmation, ConfirmationRecord
 from agentskit_chat.conversation import ChatSession
-from agentskit_chat.errors import ConfigurationError, ToolError
+from agentskit_chat.errors import (
+    ConfigurationError,
+    ConfirmationResolvedElsewhereError,
+    ToolError,
+)
 from agentskit_chat.protocol import ToolCall
 from agentskit_chat.runtime import ChatController, ChatMessage
 from agentskit_chat.runtime._controller_tools import DENIED_PREFIX
@@ -33,9 +37,6 @@ from ._chat_actions import ConfirmationDecision
 
 __all__ = ["decision_operation", "record_waiting_calls", "waiting_calls"]
 
-#: What the coordinator says when another client claimed a record first; the turn handler
-#: tells the client ``CONFIRMATION_UNAVAILABLE`` for it.
-RESOLVED_ELSEWHERE: Final = "Action confirmation was already resolved by another client."
 # The message of the ToolError that becomes ACTION_FORBIDDEN (the client never sees it).
 _REFUSED_AT_EXECUTION: Final = "The approved call was refused when it was to run."
 
@@ -122,9 +123,10 @@ def decision_operation(
     """The operation that carries out ``decision`` in this turn, or ``None`` when its call is
     not waiting for one (unknown to this session, already decided, or without a record).
 
-    The operation raises ``ConfigurationError`` (:data:`RESOLVED_ELSEWHERE`) when another
-    client decided the call first, and ``ToolError`` ``AK_TOOL_FORBIDDEN`` when an approved
-    call was refused by the chat's authorizer at execution (it never ran; the model was told).
+    The operation raises :class:`~agentskit_chat.errors.ConfirmationResolvedElsewhereError`
+    when another client decided the call first, and ``ToolError`` ``AK_TOOL_FORBIDDEN`` when an
+    approved call was refused by the chat's authorizer at execution (it never ran; the model
+    was told).
     """
     call_id = decision.tool_call_id
     if all(call.id != call_id for call in waiting_calls(controller.state.messages)):
@@ -158,7 +160,7 @@ async def _decide(
     )
     if outcome is None or outcome.status == "requires_confirmation":
         # This controller never decided the call: another client's claim won.
-        raise ConfigurationError(RESOLVED_ELSEWHERE)
+        raise ConfirmationResolvedElsewhereError()
     denied = outcome.status == "error" and (outcome.error or "").startswith(DENIED_PREFIX)
     if decision.decision == "approve" and record.status == "approved" and denied:
         raise ToolError("AK_TOOL_FORBIDDEN", _REFUSED_AT_EXECUTION)

@@ -10,20 +10,25 @@ from the rows it has, still without encoding unchanged messages again. Either wa
 one whole version: each backend writes a save in one transaction (or one script).
 
 The memory record's limits are checked message by message (:func:`message_record_nodes`) and
-summed, so a save's cost does not grow with the length of the conversation.
+summed, so a save's cost does not grow with the length of the conversation. Decoded rows are
+kept in a small process-wide cache keyed by their text (rows are immutable), so a load decodes
+and validates only the rows this process has not seen: a turn's load costs a lookup per
+message, not a parse.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
 
-from agentskit_chat.errors import ProtocolError, StorageError
+from agentskit_chat.errors import ConversationTooLargeError, ProtocolError, StorageError
 from agentskit_chat.protocol import validate_message_records
 from agentskit_chat.protocol._json import js_stringify
 from agentskit_chat.protocol._message import (
@@ -38,6 +43,8 @@ __all__ = ["Row", "RowCache", "SavePlan", "decode_rows", "encode_row", "invalid_
 _TOO_LARGE: Final = "The messages exceed the limits of a memory record."
 #: Nodes of the memory record outside its messages: the wrapper, its version and the array.
 _WRAPPER_NODES: Final = 3
+#: How much row text the decoded-row cache holds, in characters, before it forgets the oldest.
+_CACHE_CHARS: Final = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +85,40 @@ class SavePlan:
         return [row.text for row in self.rows]
 
 
+class _Decoded:
+    """Rows this process decoded or encoded, by text, least recently used first (thread-safe:
+    SQLite loads run in worker threads)."""
+
+    def __init__(self, limit: int) -> None:
+        self._rows: OrderedDict[str, Row] = OrderedDict()
+        self._chars = 0
+        self._limit = limit
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> Row | None:
+        with self._lock:
+            row = self._rows.get(text)
+            if row is not None:
+                self._rows.move_to_end(text)
+            return row
+
+    def put(self, row: Row) -> None:
+        if len(row.text) > self._limit:
+            return
+        with self._lock:
+            if row.text in self._rows:
+                self._rows.move_to_end(row.text)
+                return
+            self._rows[row.text] = row
+            self._chars += len(row.text)
+            while self._chars > self._limit:
+                _, old = self._rows.popitem(last=False)
+                self._chars -= len(old.text)
+
+
+_DECODED: Final = _Decoded(_CACHE_CHARS)
+
+
 def invalid_memory(backend: str) -> StorageError:
     """The error of a stored conversation that is not valid message records."""
     return StorageError(f"The {backend} chat memory holds invalid messages.", retryable=False)
@@ -114,7 +155,9 @@ def encode_row(message: ChatMessage) -> Row:
     nodes = message_record_nodes(wire)
     if nodes is None or validate_message_records([wire]) is None:
         raise ProtocolError("AK_CONFIG_INVALID", _TOO_LARGE)
-    return Row(message, _dumps(wire), nodes)
+    row = Row(message, _dumps(wire), nodes)
+    _DECODED.put(row)  # the next load of this text (in any memory) needs no parse
+    return row
 
 
 def decode_rows(texts: Sequence[object], backend: str) -> tuple[Row, ...]:
@@ -123,26 +166,35 @@ def decode_rows(texts: Sequence[object], backend: str) -> tuple[Row, ...]:
     Raises:
         StorageError: a text is not JSON, or the texts are not valid message records.
     """
-    if not all(type(text) is str for text in texts):
+    if len(texts) > MESSAGE_MAX_CONTAINER_SIZE or not all(type(text) is str for text in texts):
         raise invalid_memory(backend)
-    try:
-        wire = [_loads(text) for text in texts]  # type: ignore[arg-type]
-    except (ValueError, RecursionError):
-        raise invalid_memory(backend) from None
-    records = validate_message_records(wire)
-    if records is None:
-        raise invalid_memory(backend)
-    try:
-        messages = [ChatMessage.from_record(record) for record in records]
-    except ProtocolError:
-        raise invalid_memory(backend) from None
-    rows = []
-    for message, record, text in zip(messages, wire, texts, strict=True):
-        nodes = message_record_nodes(record)
-        if nodes is None:  # pragma: no cover - validate_message_records checked the limits
+    strings: list[str] = [str(text) for text in texts]
+    rows: list[Row | None] = [_DECODED.get(text) for text in strings]
+    missing = [position for position, row in enumerate(rows) if row is None]
+    if missing:
+        try:
+            wire = [_loads(strings[position]) for position in missing]
+        except (ValueError, RecursionError):
+            raise invalid_memory(backend) from None
+        records = validate_message_records(wire)
+        if records is None:
             raise invalid_memory(backend)
-        rows.append(Row(message, str(text), nodes))
-    return tuple(rows)
+        try:
+            messages = [ChatMessage.from_record(record) for record in records]
+        except ProtocolError:
+            raise invalid_memory(backend) from None
+        for position, message, record in zip(missing, messages, wire, strict=True):
+            nodes = message_record_nodes(record)
+            if nodes is None:  # pragma: no cover - validate_message_records checked the limits
+                raise invalid_memory(backend)
+            row = Row(message, strings[position], nodes)
+            _DECODED.put(row)
+            rows[position] = row
+    decoded = tuple(row for row in rows if row is not None)
+    # The limits of the record as a whole (each row passed its own when it was decoded).
+    if _WRAPPER_NODES + sum(row.nodes for row in decoded) > MESSAGE_MAX_NODES:
+        raise invalid_memory(backend)
+    return decoded
 
 
 class RowCache:
@@ -158,11 +210,12 @@ class RowCache:
         """The rows of ``messages``, encoding only those the cache does not hold.
 
         Raises:
-            ProtocolError: ``AK_CONFIG_INVALID`` when a message is not a valid record, or the
-                conversation exceeds the memory record's limits (nothing is written).
+            ProtocolError: ``AK_CONFIG_INVALID`` when a message is not a valid record, or
+                (:class:`~agentskit_chat.errors.ConversationTooLargeError`) the conversation
+                exceeds the memory record's limits (nothing is written).
         """
         if len(messages) > MESSAGE_MAX_CONTAINER_SIZE:
-            raise ProtocolError("AK_CONFIG_INVALID", _TOO_LARGE)
+            raise ConversationTooLargeError(_TOO_LARGE)
         known = self.rows
         rows: list[Row] = []
         changed: list[int] = []
@@ -177,7 +230,7 @@ class RowCache:
             nodes += row.nodes
             rows.append(row)
         if nodes > MESSAGE_MAX_NODES:
-            raise ProtocolError("AK_CONFIG_INVALID", _TOO_LARGE)
+            raise ConversationTooLargeError(_TOO_LARGE)
         return SavePlan(
             rows=tuple(rows),
             changed=tuple(changed),
