@@ -233,7 +233,7 @@ class TerminalChatApp(App[None]):
         lines = [line for line in (words.welcome_title, words.welcome) if line]
         if words.suggestions:
             lines.append("Try: " + " · ".join(words.suggestions))
-        lines.append(f"{_IDLE_HINT}\n{COMMANDS_HELP}")
+        lines.append(f"Connected to {self.client.base_url}. {_IDLE_HINT}\n{COMMANDS_HELP}")
         self.query_one("#welcome", Static).update(Text("\n".join(lines)))
         if words.placeholder:
             self.query_one("#prompt", Input).placeholder = words.placeholder
