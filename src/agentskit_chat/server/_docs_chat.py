@@ -1,9 +1,10 @@
 """``/api/chat``: the docs assistant as a chat, over the turn protocol.
 
 The chat definition's adapter is the deterministic answer adapter over the assistant's own
-knowledge artifact, in front of the assistant's Ask service. The Ask service is reached through
-the Ask client adapter, exactly as over HTTP (same request, same NDJSON, same citations), but in
-process: httpx's ASGI transport calls the service's ASGI app without a socket. Choice lists
+knowledge artifact, in front of the assistant's Ask service. The Ask service is called in
+process through its typed entry point (:class:`~._docs_ask.InProcessAskAdapter`): the request
+the Ask client would post, its events projected to the same ordered content and citations as
+they come, so a model's tokens reach the page while the model writes. Choice lists
 shown by exact answers are clickable: a click is a submission whose ``payload.selection`` names
 the choice, reserved by the adapter and committed only when the turn succeeded.
 
@@ -30,9 +31,9 @@ from agentskit_chat.runtime import (
     StreamChunk,
     create_scoped_source,
 )
-from agentskit_chat.service import AskService, Authenticated, AuthResult
+from agentskit_chat.service import AskService
 
-from ._ask_app import AskServiceApp
+from ._docs_ask import InProcessAskAdapter
 from ._target import ChatTarget
 
 __all__ = ["DOCS_CHAT_ID", "DOCS_PAGE", "docs_chat_definition", "docs_chat_target"]
@@ -57,7 +58,6 @@ DOCS_PAGE: Final = ChatPage(
 )
 #: Who the in-process Ask calls of chat turns are made for (the chat route admitted the caller).
 _CHAT_CALLER: Final = Caller("in-process", "chat")
-_BASE_URL: Final = "http://docs-assistant.invalid"
 
 
 class _Refusal:
@@ -103,19 +103,11 @@ class _RefusalAware:
 
 def docs_chat_definition(assistant: DocsAssistant, service: AskService) -> ChatDefinition:
     """The chat definition of an open assistant: exact answers first, then its Ask service."""
-    import httpx  # noqa: PLC0415 - the server extra is optional
-
-    from agentskit_chat.ask import create_ask_adapter  # noqa: PLC0415
     from agentskit_chat.ask._client import ask_failure_message  # noqa: PLC0415
     from agentskit_chat.protocol import ASK_ERROR_CASES  # noqa: PLC0415
 
-    def authenticate(request: object) -> AuthResult:
-        return Authenticated(_CHAT_CALLER)
-
-    ask_app = AskServiceApp(service, authenticate)
-    client = httpx.AsyncClient(transport=httpx.ASGITransport(app=ask_app), base_url=_BASE_URL)
     refused = ask_failure_message(ASK_ERROR_CASES["no_grounded_sources"].status)
-    fallback = _RefusalAware(create_ask_adapter(endpoint="/api/ask", http_client=client), refused)
+    fallback = _RefusalAware(InProcessAskAdapter(service, _CHAT_CALLER), refused)
     build = assistant.artifact_build
     adapter = create_deterministic_answer_adapter(
         artifact=build.artifact,
