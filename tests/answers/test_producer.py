@@ -62,7 +62,8 @@ def test_one_document_entry_per_file_with_title_and_path_aliases(tmp_path: Path)
     [
         ("## Only a section\n\n# Real title\n", "Real title"),
         ("---\ntitle: From front matter\n---\nNo heading here.\n", "From front matter"),
-        ("No heading and no front matter.\n", "notes"),
+        # Neither: the page's name written as words, never the file name itself.
+        ("No heading and no front matter.\n", "Notes"),
         ("Setext title\n============\n", "Setext title"),
     ],
 )

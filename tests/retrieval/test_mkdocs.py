@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
+from agentskit_chat._mkdocs import mkdocs_syntax, plain_markdown
 from agentskit_chat.assistant import create_docs_assistant
 from agentskit_chat.protocol import ExactAnswer
 from agentskit_chat.retrieval import chunk_markdown
-from agentskit_chat.retrieval._mkdocs import mkdocs_syntax, plain_markdown
 
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_CORPORA = ROOT.parent / "shared" / "corpora"
+#: Where bench/_corpora.py fetches the corpora that are not shared.
+CORPORA = Path(os.environ.get("AGENTSKIT_CORPORA_DIR") or ROOT.parent / "corpora")
 
 
 @pytest.fixture
@@ -174,6 +177,17 @@ def test_chunks_of_a_material_page_hold_its_words_and_no_syntax() -> None:
     ]
 
 
+async def test_exact_answers_from_material_pages_hold_no_syntax(material_docs: Path) -> None:
+    async with create_docs_assistant(material_docs) as assistant:
+        entries = assistant.artifact_build.artifact.entries
+        page = await assistant.ask("Creating an environment")
+    assert entries
+    assert all(mkdocs_syntax(entry.answer.markdown) == [] for entry in entries)
+    assert isinstance(page, ExactAnswer)
+    assert "Slow on first use" in page.answer.markdown  # the section itself, not a pointer
+    assert mkdocs_syntax(page.answer.markdown) == []
+
+
 @pytest.mark.parametrize(
     "question",
     [
@@ -205,10 +219,10 @@ def _corpus_questions(name: str, docs: Path) -> list[str]:
     ("name", "folder"),
     [
         ("starlette", SHARED_CORPORA / "starlette-1.10.0" / "docs"),
-        ("hatch", ROOT.parent / "corpora" / "hatch-1.18.2" / "docs"),
+        ("hatch", CORPORA / "hatch-1.18.2" / "docs"),
         (
             "pymdown",
-            ROOT.parent / "corpora" / "pymdown_extensions-13.1.2" / "docs" / "src" / "markdown",
+            CORPORA / "pymdown_extensions-13.1.2" / "docs" / "src" / "markdown",
         ),
     ],
 )
@@ -221,6 +235,12 @@ async def test_no_answer_over_an_external_corpus_holds_mkdocs_syntax(
         pytest.skip(f"the {name} corpus is not at {folder}")
     answered = 0
     async with create_docs_assistant(folder) as assistant:
+        # Exact answers too: every entry of the knowledge artifact built from the corpus.
+        entries = assistant.artifact_build.artifact.entries
+        assert entries
+        for entry in entries:
+            assert mkdocs_syntax(entry.answer.markdown) == [], entry.id
+            assert mkdocs_syntax(entry.label) == [], entry.id
         for question in _corpus_questions(name, folder):
             reply = await assistant.ask(question)
             if isinstance(reply, ExactAnswer):

@@ -18,6 +18,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from agentskit_chat._doclinks import HeadingSlugger, github_slug
+from agentskit_chat._mkdocs import plain_markdown
 from agentskit_chat.protocol import normalize_knowledge_key
 from agentskit_chat.protocol._text import js_trim, utf16_len
 
@@ -208,6 +209,12 @@ def _command_lines(content: str, language: str) -> list[tuple[str, int]]:
     return commands
 
 
+def _named(stem: str) -> str:
+    """A page's name written as words: ``release-notes`` → ``Release notes``."""
+    words = " ".join(re.split(r"[-_\s]+", stem)).strip()
+    return (words[:1].upper() + words[1:]) or stem
+
+
 def read_markdown_document(page: SourceDocument, *, stem: str) -> MarkdownDocument:
     """What the producer needs from one page (its front matter was checked when it was read).
 
@@ -219,7 +226,10 @@ def read_markdown_document(page: SourceDocument, *, stem: str) -> MarkdownDocume
     front = page.front_matter
     # Blank lines in place of the front matter keep markdown-it's line numbers the file's.
     lines = text.split("\n")
-    tokens = _PARSER.parse("\n" * front.lines + "\n".join(lines[front.lines :]))
+    # MkDocs, Material or PyMdown syntax is read as plain Markdown, so that no exact answer
+    # shows it; a page without it is read exactly as written.
+    body = plain_markdown("\n".join(lines[front.lines :]))
+    tokens = _PARSER.parse("\n" * front.lines + body)
 
     slugger = HeadingSlugger()
     headings: list[Heading] = []
@@ -262,7 +272,7 @@ def read_markdown_document(page: SourceDocument, *, stem: str) -> MarkdownDocume
     if title_heading is not None:
         title = title_heading.text
     else:
-        title = front.title if front.title is not None else stem
+        title = front.title if front.title is not None else _named(stem)
     return MarkdownDocument(
         title=title,
         title_heading=title_heading,

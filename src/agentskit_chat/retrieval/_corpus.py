@@ -20,13 +20,13 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from agentskit_chat._doclinks import HeadingSlugger, github_slug, page_href
+from agentskit_chat._mkdocs import plain_markdown
 from agentskit_chat.answers import SourceDocument, is_markdown_name
 from agentskit_chat.errors import BuildError, ConfigurationError
 from agentskit_chat.protocol import is_safe_href
 from agentskit_chat.protocol._text import js_trim, utf16_len
 
 from ._docs_folder import read_docs_folder
-from ._mkdocs import plain_markdown
 
 __all__ = [
     "CHUNKER_VERSION",

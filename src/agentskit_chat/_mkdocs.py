@@ -47,7 +47,7 @@ _SNIPPET: Final = re.compile(r"^[ \t]*;?-{1,2}8<-{1,2}(?P<file>[ \t]+\S.*)?[ \t]
 _CODE_INCLUDE: Final = re.compile(r"^[ \t]*\{\*.*\*\}[ \t]*$")
 _AUTODOC: Final = re.compile(r"^(?P<indent>[ \t]*):::[ \t]+\S")
 _DEFINITION: Final = re.compile(r"^(?:\*\[[^\]]+\]|\[\^[^\]]+\]):")
-_ATTR_TOKEN: Final = r"(?:[#.][\w:-]+|[\w:-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}\"']+))"
+_ATTR_TOKEN: Final = r"(?:[#.][^\s{}]+|[\w:-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}\"']+))"
 _ATTRS: Final = re.compile(
     r"[ \t]*\{:?[ \t]*" + _ATTR_TOKEN + r"(?:[ \t]+" + _ATTR_TOKEN + r")*[ \t]*\}"
 )
