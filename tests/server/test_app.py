@@ -80,7 +80,7 @@ async def resumed(client: httpx.AsyncClient, session_id: str = "session-1") -> d
 def remote(app: Any) -> httpx.AsyncClient:
     """A client of ``app`` from an address that is not loopback (no lifespan runs)."""
     return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app, client=REMOTE), base_url="http://chat.example"
+        transport=httpx.ASGITransport(app=app, client=REMOTE), base_url="http://localhost"
     )
 
 
@@ -471,7 +471,7 @@ async def test_without_a_lifespan_the_first_requests_open_the_site_once() -> Non
     site = app.state.chat_site
     assert not site.is_open
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://local") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         pages: list[httpx.Response] = []
 
         async def get() -> None:

@@ -81,7 +81,9 @@ def _uvicorn(name: str, store: str, log: Path) -> tuple[list[str], dict[str, str
 
 def _serve(store: str, log: Path) -> tuple[list[str], dict[str, str]]:
     command = [sys.executable, "-c", "from agentskit_chat.cli import main; main()", "serve"]
+    # Both clients race from one address: the per-client rate limit is not what is tested.
     options = ["tests.server._approval_app:chat", "--port", "0", "--workers", "2"]
+    options += ["--rate-limit", "0"]
     return [*command, *options, "--store", store], {"AGENTSKIT_APPROVAL_LOG": str(log)}
 
 

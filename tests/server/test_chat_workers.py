@@ -48,8 +48,10 @@ def serving(docs: Path, store: str, *, workers: int = 2) -> Iterator[str]:
     """``agentskit-chat serve`` in a subprocess; yields its URL once a worker is ready."""
     env = {k: v for k, v in os.environ.items() if k not in ("AGENTSKIT_API_KEY", "AGENTSKIT_MODEL")}
     command = [sys.executable, "-c", "from agentskit_chat.cli import main; main()"]
+    # Many clients race from one address: the per-client rate limit is not what is tested.
+    command += ["serve", "--rate-limit", "0"]
     process = subprocess.Popen(
-        [*command, "serve", str(docs), "--port", "0", "--workers", str(workers), "--store", store],
+        [*command, str(docs), "--port", "0", "--workers", str(workers), "--store", store],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -130,10 +132,16 @@ async def check_records(store: str, race: Race, sessions: list[str]) -> None:
             # answer..., each answer right after its own question.
             assert [m.role for m in messages] == ["user", "assistant"] * (len(messages) // 2)
             questions = [m.content for m in messages if m.role == "user"]
-            # No message was lost: every turn a client saw complete is stored, once, in the
-            # order the session ran them.
-            assert sorted(questions) == sorted(texts)
+            # No message was lost: every turn a client saw complete is stored, once. A long
+            # conversation keeps only its newest turns (compaction), so past 100 turns the
+            # newest completed ones must all be there (two of slack: clients learn of
+            # completions a moment apart).
             assert len(set(questions)) == len(questions)
+            assert set(questions) <= set(texts)
+            if len(texts) <= 100:
+                assert sorted(questions) == sorted(texts)
+            else:
+                assert set(texts[-(len(questions) - 2) :]) <= set(questions)
             for question, answer in zip(messages[::2], messages[1::2], strict=True):
                 assert answer.content, question.content
             raw = await stores.sessions.load(session_id)

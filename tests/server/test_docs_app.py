@@ -213,7 +213,7 @@ async def test_remote_clients_need_the_api_key(
     # httpx's ASGI transport lets the test pose as a client on another machine.
     async with create_docs_assistant(docs, api_key=api_key, now=clock) as assistant:
         transport = httpx.ASGITransport(web_app(assistant), client=("203.0.113.7", 40000))
-        async with httpx.AsyncClient(transport=transport, base_url="http://docs") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             answer = await client.post(
                 "/api/answer", json={"question": "Setup guide"}, headers=headers
             )
@@ -259,7 +259,7 @@ async def test_lifespan_opens_and_closes_an_unopened_assistant(docs: Path) -> No
 async def test_closed_assistant_answers_unavailable(docs: Path) -> None:
     assistant = create_docs_assistant(docs, now=clock)
     transport = httpx.ASGITransport(web_app(assistant))  # no lifespan: never opened
-    async with httpx.AsyncClient(transport=transport, base_url="http://docs") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         health = await client.get("/healthz")
         asked = await client.post("/api/ask", content=ask_body(BACKEND_QUESTION), headers=JSON)
         answer = await client.post("/api/answer", json={"question": BACKEND_QUESTION})

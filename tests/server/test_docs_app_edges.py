@@ -84,7 +84,7 @@ async def test_remote_clients_without_a_key_reach_no_route_but_healthz(
     assistant: DocsAssistant,
 ) -> None:
     transport = httpx.ASGITransport(web_app(assistant), client=("203.0.113.7", 40000))
-    async with httpx.AsyncClient(transport=transport, base_url="http://docs") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         json = {"content-type": "application/json"}
         statuses = [
             (await client.request(method, path, content=content, headers=json)).status_code
@@ -99,7 +99,7 @@ async def test_the_page_and_its_files_are_public_and_hold_no_data(
     assistant: DocsAssistant,
 ) -> None:
     transport = httpx.ASGITransport(web_app(assistant), client=("203.0.113.7", 40000))
-    async with httpx.AsyncClient(transport=transport, base_url="http://docs") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         public = [await client.get(path) for path in ("/", "/static/app.js", "/static/theme.css")]
     assert [response.status_code for response in public] == [200, 200, 200]
     # Nothing of the docs folder is in them.
@@ -126,7 +126,7 @@ async def test_answer_and_ask_read_json_by_the_protocols_one_rule(
     not_json = parse_candidate(as_text(raw)) is NOT_JSON
     transport = httpx.ASGITransport(web_app(assistant), client=("127.0.0.1", 40000))
     headers = {"content-type": "application/json"}
-    async with httpx.AsyncClient(transport=transport, base_url="http://docs") as client:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         answered = await client.post("/api/answer", content=raw, headers=headers)
         asked = await client.post("/api/ask", content=raw, headers=headers)
     # Both routes call the body "not valid JSON" exactly when the protocol's parser does.

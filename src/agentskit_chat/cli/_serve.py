@@ -15,6 +15,7 @@ its own app from the same reference and shares the store, so any worker can take
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -118,9 +119,63 @@ def serve_command(
             "--reload", help="Restart when a file next to the chat changes (development)."
         ),
     ] = False,
+    rate_limit: Annotated[
+        float,
+        typer.Option(
+            "--rate-limit",
+            min=0,
+            help="Requests a second each client address may make to /api/chat, /api/answer "
+            "and /api/ask together, in bursts of 12 seconds' worth; 0 turns rate limits off.",
+        ),
+    ] = 5.0,
+    new_sessions_per_hour: Annotated[
+        float,
+        typer.Option(
+            "--new-sessions-per-hour",
+            min=0.001,
+            help="Conversations each client address may start an hour, in bursts of ten "
+            "minutes' worth.",
+        ),
+    ] = 360.0,
+    rate_limit_store: Annotated[
+        str | None,
+        typer.Option(
+            "--rate-limit-store",
+            help="A redis:// URL keeping the rate limits for every worker. Default: the "
+            "--store when it is redis://, otherwise each worker counts on its own.",
+        ),
+    ] = None,
+    allowed_hosts: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            help="A Host name clients may use (repeat it; '*.example.com', or '*' for any). "
+            "Default without an API key: localhost, 127.0.0.1, [::1]; with one: any.",
+        ),
+    ] = None,
+    forwarded_allow_ips: Annotated[
+        str,
+        typer.Option(
+            "--forwarded-allow-ips",
+            help="Proxies (addresses or networks, comma-separated, or '*') whose "
+            "X-Forwarded-For names the client. Default: none, the socket peer is the client.",
+        ),
+    ] = "",
+    header_timeout: Annotated[
+        float,
+        typer.Option(
+            "--header-timeout",
+            min=0.001,
+            help="Seconds a client may take to send a request's headers.",
+        ),
+    ] = 10.0,
 ) -> None:
     """Serve a chat: the page at /, /api/chat and /healthz (a docs folder also /api/answer,
     /api/ask, /docs and /metrics)."""
+    from agentskit_chat.server._edge import (  # noqa: PLC0415 - the server extra
+        RateLimits,
+        TrustedProxies,
+    )
     from agentskit_chat.server._run import ServeError, run  # noqa: PLC0415 - the server extra
 
     folder = Path(target)
@@ -168,6 +223,27 @@ def serve_command(
         typer.echo("Press Ctrl+C to stop.")
 
     options.update(store=_store_url(store, home), retention_days=retention_days or None)
+    proxies = [entry.strip() for entry in forwarded_allow_ips.split(",") if entry.strip()]
+    try:
+        TrustedProxies(proxies)  # checked here, once, before any worker starts
+        limits = (
+            None
+            if rate_limit == 0
+            else RateLimits(
+                request_burst=max(1, round(rate_limit * 12)),
+                requests_per_second=rate_limit,
+                session_burst=max(1, round(new_sessions_per_hour / 6)),
+                sessions_per_hour=new_sessions_per_hour,
+                redis_url=rate_limit_store,
+            )
+        )
+    except ConfigurationError as error:
+        _fail(str(error), 2)
+    options.update(
+        rate_limits=None if limits is None else dataclasses.asdict(limits),
+        allowed_hosts=allowed_hosts or None,
+        forwarded_allow_ips=proxies,
+    )
     try:
         run(
             options,
@@ -178,6 +254,7 @@ def serve_command(
             workers=workers,
             reload=reload,
             on_ready=ready,
+            header_timeout=header_timeout,
         )
     except ConfigurationError as error:
         _fail(str(error), 2)

@@ -27,11 +27,13 @@ from ._chat_app import (
     ChatApp,
     ChatAuthenticate,
     ChatMemoryFactory,
+    NewSessionLimit,
     ResolveDefinition,
     SessionStorageFactory,
     create_chat_app,
 )
 from ._docs_app import create_docs_assistant_app
+from ._edge import RateLimits
 from ._healthz import HealthCheck, HealthzApp, create_healthz_app
 from ._prometheus import PrometheusMetricsApp, create_prometheus_metrics_app
 from ._run import serve
@@ -49,7 +51,9 @@ __all__ = [
     "ChatTargetHolder",
     "HealthCheck",
     "HealthzApp",
+    "NewSessionLimit",
     "PrometheusMetricsApp",
+    "RateLimits",
     "ResolveDefinition",
     "SessionStorageFactory",
     "create_app",

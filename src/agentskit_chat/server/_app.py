@@ -13,14 +13,16 @@ Starlette host mounts:
 
 Every route but ``/``, ``/static/...`` and ``/healthz`` follows one rule: with an API key,
 clients send ``Authorization: Bearer <key>``; without one, only loopback clients are served
-(or the host's own ``authenticate`` decides, for the chat routes).
+(or the host's own ``authenticate`` decides, for the chat routes). In front of all of them the
+edge (:mod:`agentskit_chat.server._edge`) decides the client's address (trusted proxies only),
+checks the ``Host`` name, and rate-limits the data routes per client.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -35,6 +37,16 @@ from agentskit_chat.storage import ChatStores, open_chat_stores
 from ._asgi import ASGIApp, Receive, Scope, Send
 from ._auth import ApiKeyGate
 from ._chat_app import ChatAuthenticate, create_chat_app
+from ._edge import (
+    Edge,
+    EdgeLimiter,
+    HostRule,
+    RateLimits,
+    TrustedProxies,
+    check_names,
+    new_session_limit,
+    redis_store_url,
+)
 from ._healthz import HealthCheck, create_healthz_app
 from ._target import ChatTarget, ChatTargetHolder
 from ._web_page import (
@@ -113,6 +125,12 @@ class ChatSite:
         self._bundle: tuple[ChatDefinition, PageBundle] | None = None
         self._depth = 0
         self._lock = anyio.Lock()
+        self._closers: list[Callable[[], Awaitable[None]]] = []
+
+    def close_with(self, close: Callable[[], Awaitable[None]]) -> None:
+        """Also call ``close`` when the site closes (errors ignored): a resource of the app,
+        such as its rate limiter's Redis client."""
+        self._closers.append(close)
 
     @property
     def is_open(self) -> bool:
@@ -198,6 +216,9 @@ class ChatSite:
         finally:
             if self._owns_stores:
                 await self.stores.aclose()
+            for close in self._closers:
+                with contextlib.suppress(Exception):
+                    await close()
 
     async def __aenter__(self) -> ChatSite:
         await self.open()
@@ -225,6 +246,9 @@ def create_app(
     retention_days: float | None = None,
     routes: Sequence[BaseRoute] = (),
     checks: Mapping[str, HealthCheck] | None = None,
+    rate_limits: RateLimits | None = RateLimits(),  # noqa: B008 - frozen, never mutated
+    allowed_hosts: Sequence[str] | None = None,
+    forwarded_allow_ips: Sequence[str] = (),
 ) -> Starlette:
     """Serve a chat definition: its page, the turn protocol, storage and health.
 
@@ -250,10 +274,24 @@ def create_app(
             (``ChatStores.prune``); ``None`` keeps them.
         routes: More Starlette routes served by the same app, behind the same rule.
         checks: More readiness checks for ``/healthz``, by name.
+        rate_limits: The limits per client address of ``/api/chat`` (and any ``/api/ask`` or
+            ``/api/answer`` route), shared by all of them, and of the conversations a client
+            starts (:class:`RateLimits`; by default a burst of 60 requests and 5 a second, 60
+            new conversations and 360 an hour, in this process — in Redis when ``store`` is a
+            Redis URL or ``rate_limits.redis_url`` is set). ``None`` turns them off.
+        allowed_hosts: The ``Host`` names clients may use (``example.com``,
+            ``*.example.com``, ``*`` for any). By default, without ``api_key`` and
+            ``authenticate``, the loopback names (``localhost``, ``127.0.0.1``, ``[::1]``), so
+            no other site can reach a keyless server by rebinding its DNS name; otherwise any.
+        forwarded_allow_ips: The proxies (addresses, networks, or ``*``) whose
+            ``X-Forwarded-For`` names the client, for the loopback rule and the rate limits;
+            by default none: the socket peer is the client, and a request carrying a
+            forwarding header is never taken for a loopback client.
 
     Raises:
         ConfigurationError: the target is neither a definition nor a function, a blank key, an
-            unknown store URL, or a non-positive timeout.
+            unknown store URL, a non-positive timeout, an invalid trusted proxy, or host names
+            or rate limits of the wrong type.
         ImportError: the ``server`` extra (or the store's driver) is not installed.
 
     Example::
@@ -280,6 +318,10 @@ def create_app(
     ):
         raise ConfigurationError("timeout must be a positive number of seconds.")
     gate = ApiKeyGate(api_key)
+    hosts = check_names(allowed_hosts, "allowed_hosts")
+    proxies = TrustedProxies(check_names(forwarded_allow_ips, "forwarded_allow_ips") or ())
+    if rate_limits is not None and not isinstance(rate_limits, RateLimits):
+        raise ConfigurationError("rate_limits must be RateLimits or None.")
     if isinstance(target, ChatSite):
         site = target
     else:
@@ -296,6 +338,11 @@ def create_app(
         return site.stores.memory(session_id)
 
     sessions_of = site.stores
+    limiter = (
+        None if rate_limits is None else EdgeLimiter(rate_limits, redis_url=redis_store_url(store))
+    )
+    if limiter is not None:
+        site.close_with(limiter.aclose)
 
     chat = create_chat_app(
         authenticate=authenticate or gate_authenticate,
@@ -303,6 +350,7 @@ def create_app(
         session_storage=lambda context: sessions_of.sessions,
         chat_memory=memory,
         timeout=timeout,
+        new_session_limit=None if limiter is None else new_session_limit(limiter),
     )
 
     @contextlib.asynccontextmanager
@@ -325,4 +373,11 @@ def create_app(
     )
     app.state.chat_site = site
     app.add_middleware(Guard, gate=gate)
+    if hosts is not None:
+        rule = HostRule(hosts)
+    elif api_key is None and authenticate is None:
+        rule = HostRule.loopback()  # keyless: no other site may reach it by DNS rebinding
+    else:
+        rule = HostRule(None)
+    app.add_middleware(Edge, hosts=rule, proxies=proxies, limiter=limiter)
     return app

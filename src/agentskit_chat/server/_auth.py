@@ -4,13 +4,18 @@ With an API key, a caller must send ``Authorization: Bearer <key>`` (compared in
 time); without one, only loopback clients (``127.0.0.0/8``, ``::1``, IPv4-mapped loopback) are
 served. The rule reads the connection scope only, never the body, so it runs before anything
 of the request is parsed.
+
+A loopback client is decided by the socket peer. A request that carries a forwarding header
+(``Forwarded``, ``X-Forwarded-For``, ``X-Real-IP``) came through a proxy, so its real client is
+somewhere else: it is a loopback client only when a trusted proxy vouched for the address
+(the app's edge marks such a scope with :data:`TRUSTED_FORWARD`).
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol._text import js_trim
@@ -21,10 +26,14 @@ from ._errors import UNAUTHORIZED, send_error
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-__all__ = ["ApiKeyGate", "GateVerdict", "is_loopback", "request_class"]
+__all__ = ["TRUSTED_FORWARD", "ApiKeyGate", "GateVerdict", "is_loopback", "request_class"]
 
 #: How a caller was admitted: with the API key, or as a loopback client.
 GateVerdict = Literal["api-key", "loopback"]
+#: The scope key the edge sets when a trusted proxy's ``X-Forwarded-For`` named the client.
+TRUSTED_FORWARD: Final = "agentskit.trusted_forward"
+#: Headers only a proxy sends: a request with one is not a loopback client by its peer alone.
+_FORWARDING: Final = (b"forwarded", b"x-forwarded-for", b"x-real-ip")
 
 
 def request_class(app: str) -> type[Request]:
@@ -80,7 +89,13 @@ class ApiKeyGate:
             return None
         client = scope.get("client")
         host = client[0] if isinstance(client, list | tuple) and client else None
-        return "loopback" if isinstance(host, str) and is_loopback(host) else None
+        if not (isinstance(host, str) and is_loopback(host)):
+            return None
+        if not scope.get(TRUSTED_FORWARD) and any(
+            header(scope, name) is not None for name in _FORWARDING
+        ):
+            return None  # proxied: the client is not this machine's, whatever the peer
+        return "loopback"
 
     async def refuse_app(self, scope: Scope, receive: Receive, send: Send) -> None:
         """:meth:`refuse` as an ASGI app (what an authenticator's ``Refused`` carries)."""

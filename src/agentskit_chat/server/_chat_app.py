@@ -60,7 +60,7 @@ from agentskit_chat.protocol._json import MAX_SAFE_INTEGER, js_stringify
 from agentskit_chat.protocol._types import is_safe_id
 from agentskit_chat.runtime import ChatController, ChatMemory, ChatMessage, ChatState
 from agentskit_chat.runtime._messages import format_message_timestamp
-from agentskit_chat.service import Authenticated, AuthResult, Refused
+from agentskit_chat.service import Authenticated, AuthResult, RateLimitDecision, Refused
 
 from ._asgi import Receive, Scope, Send, handle_non_http, header, query_params, send_response
 from ._auth import request_class
@@ -81,6 +81,7 @@ __all__ = [
     "ChatApp",
     "ChatAuthenticate",
     "ChatMemoryFactory",
+    "NewSessionLimit",
     "ResolveDefinition",
     "SessionStorageFactory",
     "create_chat_app",
@@ -100,6 +101,9 @@ SessionStorageFactory: TypeAlias = Callable[[Any], SessionStorage | Awaitable[Se
 ChatMemoryFactory: TypeAlias = Callable[
     [Any, str], ChatMemory | Awaitable[ChatMemory | None] | None
 ]
+#: ``(request)`` → whether this caller may start one more session (sync or async); asked only
+#: when a submission would create its session, before anything is stored.
+NewSessionLimit: TypeAlias = Callable[[Any], RateLimitDecision | Awaitable[RateLimitDecision]]
 
 _Reason = Literal["timeout", "cancelled"]
 
@@ -122,6 +126,7 @@ _TIMEOUT: Final = "The chat request timed out."
 _CANCELLED: Final = "The chat request was cancelled."
 _INTERNAL: Final = "The chat request failed."
 _TOO_LARGE: Final = "This turn is too large to be kept in the conversation."
+_SESSIONS_LIMITED: Final = "Too many new conversations; wait before starting another."
 _CHOICE_EXPIRED: Final = "This deterministic choice expired. Ask the question again."
 _TURN_FAILED: Final = {
     "version": 1,
@@ -141,12 +146,21 @@ _ACTION_INVALID: Final = "This action cannot be proposed."
 class _Failure(Exception):
     """A refusal before the stream starts, with its status and diagnostic."""
 
-    def __init__(self, status: int, code: str, message: str, *, retryable: bool) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        retryable: bool,
+        retry_after: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
         self.retryable = retryable
+        self.retry_after = retry_after
 
 
 def _refusal(status: int, code: str, message: str, *, retryable: bool = False) -> _Failure:
@@ -555,6 +569,7 @@ class ChatApp:
         max_body_bytes: int,
         now: Callable[[], datetime] | None,
         create_id: Callable[[], str] | None,
+        new_session_limit: NewSessionLimit | None = None,
     ) -> None:
         self.timeout = _positive_seconds(timeout)
         self.cleanup_timeout = _positive_seconds(cleanup_timeout)
@@ -577,6 +592,7 @@ class ChatApp:
         self._chat_memory = chat_memory
         self._now = now or _utc_now
         self._create_id = create_id or _new_id
+        self._new_session_limit = new_session_limit
         self._request_class = request_class("chat app")
 
     # --- the request ----------------------------------------------------------------------
@@ -734,6 +750,8 @@ class ChatApp:
         session = await _resume(definition, session_id=session_id, storage=storage, now=self._now)
         turn_id = submission.turn_id
         _refuse_replay(session, turn_id)
+        if session.get_cursor() == 0:
+            await self._admit_new_session(scope)  # nothing stored yet: the claim creates it
         before = session.active_turn
         try:
             claimed = await session.claim_turn(turn_id, self.lease_ms)
@@ -819,6 +837,20 @@ class ChatApp:
                 await self.close_memory(memory)
                 await self.give_back(session, turn_id, before)
             raise
+
+    async def _admit_new_session(self, scope: Scope) -> None:
+        """Refuse a caller past its new-session limit (429 with ``Retry-After``)."""
+        if self._new_session_limit is None:
+            return
+        decision = await _resolve(self._new_session_limit(self._request_class(scope)))
+        if not decision.allowed:
+            raise _Failure(
+                429,
+                "SESSION_RATE_LIMITED",
+                _SESSIONS_LIMITED,
+                retryable=True,
+                retry_after=max(1, decision.retry_after_seconds or 1),
+            )
 
     async def _read_submission(self, body: RequestBody) -> tuple[SubmitEvent, object]:
         try:
@@ -1020,6 +1052,8 @@ class ChatApp:
         headers = list(_JSON_HEADERS)
         if failure.status == 405:
             headers.append((b"allow", b"GET, POST"))
+        if failure.retry_after is not None:
+            headers.append((b"retry-after", str(failure.retry_after).encode("ascii")))
         try:
             await send_response(scope, send, failure.status, headers, body)
         except OSError:
@@ -1049,6 +1083,7 @@ def create_chat_app(
     max_body_bytes: int = 65536,
     now: Callable[[], datetime] | None = None,
     create_id: Callable[[], str] | None = None,
+    new_session_limit: NewSessionLimit | None = None,
 ) -> ChatApp:
     """Build the chat turn handler as an ASGI app (mount it in Starlette or FastAPI).
 
@@ -1071,6 +1106,10 @@ def create_chat_app(
         max_body_bytes: The largest body read, in bytes.
         now: The clock of timestamps and leases (UTC); the wall clock by default.
         create_id: Makes event ids; random UUIDs by default.
+        new_session_limit: ``(request)`` → a ``RateLimitDecision``: asked when a submission
+            would create its session (before anything is stored); a refusal is 429
+            ``SESSION_RATE_LIMITED`` with ``Retry-After``. ``create_app`` asks the caller's
+            new-session bucket. Without it, sessions are not limited.
 
     Raises:
         ChatHandlerError: 500 ``SERVER_INVALID_CONFIG`` for a non-positive or non-finite
@@ -1095,4 +1134,5 @@ def create_chat_app(
         max_body_bytes=max_body_bytes,
         now=now,
         create_id=create_id,
+        new_session_limit=new_session_limit,
     )

@@ -24,6 +24,7 @@ read by the one bounded reader (64 KiB, 10 seconds) and parsed by the protocol's
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from agentskit_chat.assistant import Caller, DocsAssistant
@@ -51,6 +52,7 @@ from ._body import (
     check_body_timeout,
 )
 from ._docs_chat import docs_chat_target
+from ._edge import RateLimits
 from ._errors import send_case, send_service_error
 from ._web_page import DocsPages
 
@@ -185,6 +187,9 @@ def create_docs_assistant_app(
     body_timeout: float = DEFAULT_BODY_TIMEOUT_S,
     stores: ChatStores | None = None,
     chat_timeout: float = 30.0,
+    rate_limits: RateLimits | None = RateLimits(),  # noqa: B008 - frozen, never mutated
+    allowed_hosts: Sequence[str] | None = None,
+    forwarded_allow_ips: Sequence[str] = (),
 ) -> Starlette:
     """The web app of ``assistant`` (see the module documentation for its routes).
 
@@ -202,6 +207,13 @@ def create_docs_assistant_app(
             and closes them); by default this process's memory. Give the assistant the same
             stores' ``ask_sessions`` so that every worker shares everything.
         chat_timeout: The deadline of one chat turn, in seconds.
+        rate_limits: The limits per client of ``/api/chat``, ``/api/ask`` and ``/api/answer``
+            together, and of new conversations (see :func:`~agentskit_chat.server.create_app`;
+            give ``RateLimits(redis_url=...)`` to share them between workers). ``None`` turns
+            them off (the assistant's own Ask limiter still applies to ``/api/ask``).
+        allowed_hosts: The ``Host`` names clients may use (see ``create_app``); by default,
+            without a key, the loopback names.
+        forwarded_allow_ips: The trusted proxies (see ``create_app``); none by default.
 
     Raises:
         ConfigurationError: a blank key or one with white space, or a non-positive timeout.
@@ -247,4 +259,7 @@ def create_docs_assistant_app(
             Route("/metrics", _metrics_app(assistant)),
         ],
         checks={"index": assistant.ready},
+        rate_limits=rate_limits,
+        allowed_hosts=allowed_hosts,
+        forwarded_allow_ips=forwarded_allow_ips,
     )

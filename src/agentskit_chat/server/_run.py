@@ -12,13 +12,14 @@ target must then be a reference (``"app.py:chat"``) every process can import.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -28,7 +29,9 @@ from agentskit_chat.errors import AgentsKitChatError, ConfigurationError, Storag
 from agentskit_chat.storage import ChatStores, open_chat_stores
 
 from ._app import ChatSite, create_app
+from ._edge import RateLimits, redis_store_url
 from ._target import ChatTarget, load_chat_target
+from ._uvicorn import DEFAULT_HEADER_TIMEOUT_S, UVICORN_OPTIONS, set_header_timeout
 
 __all__ = ["WORKER_ENV", "ServeError", "run", "serve", "worker_app"]
 
@@ -40,6 +43,8 @@ API_KEY_ENV: Final = "AGENTSKIT_API_KEY"
 _PRUNE_EVERY_S: Final = 3600.0
 #: How long a worker may take to become ready before no "ready" line is printed.
 _READY_TIMEOUT_S: Final = 300.0
+#: Days an idle conversation is kept when the options do not say (as ``serve``'s default).
+DEFAULT_RETENTION_DAYS: Final = 30.0
 
 
 def _report(message: str) -> None:
@@ -129,15 +134,39 @@ async def _prune_hourly(stores: ChatStores) -> None:
         await anyio.sleep(_PRUNE_EVERY_S)
 
 
+def _rate_limits(options: Mapping[str, Any]) -> RateLimits | None:
+    """The options' rate limits (``RateLimits`` fields; ``None``: off), in the store's Redis
+    when the store is a Redis one and no other Redis is named."""
+    given = options.get("rate_limits", {})
+    if given is None:
+        return None
+    limits = RateLimits(**given)
+    shared = redis_store_url(options.get("store"))
+    if limits.redis_url is None and shared is not None:
+        limits = dataclasses.replace(limits, redis_url=shared)
+    return limits
+
+
+def _edge_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "rate_limits": _rate_limits(options),
+        "allowed_hosts": options.get("allowed_hosts") or None,
+        "forwarded_allow_ips": tuple(options.get("forwarded_allow_ips") or ()),
+    }
+
+
 def _build(options: Mapping[str, Any], target: ChatTarget | None = None) -> _Served:
     """What to serve for ``options`` (see :func:`serve`).
 
     ``options["kind"]`` is ``"app"`` (``target``, or ``options["target"]``, a reference) or
-    ``"docs"`` (a docs folder's assistant).
+    ``"docs"`` (a docs folder's assistant; the kind when ``"docs_dir"`` is given alone).
+    Options left out take ``serve``'s defaults: ``retention_days`` 30, the default rate limits,
+    the loopback host names without a key, no trusted proxy.
     """
-    retention = options.get("retention_days") or None
+    retention = options.get("retention_days", DEFAULT_RETENTION_DAYS) or None
     api_key = options.get("api_key") or None
-    if options.get("kind") == "docs":
+    kind = options.get("kind", "docs" if "docs_dir" in options else "app")
+    if kind == "docs":
         from agentskit_chat.assistant import create_docs_assistant  # noqa: PLC0415
 
         from ._docs_app import create_docs_assistant_app  # noqa: PLC0415
@@ -153,7 +182,10 @@ def _build(options: Mapping[str, Any], target: ChatTarget | None = None) -> _Ser
             session_store=stores.ask_sessions,
         )
         app = create_docs_assistant_app(
-            assistant, stores=stores, chat_timeout=options.get("timeout", 30.0)
+            assistant,
+            stores=stores,
+            chat_timeout=options.get("timeout", 30.0),
+            **_edge_options(options),
         )
         return _Served(app, stores)
     chosen = target if target is not None else load_chat_target(options["target"])
@@ -163,6 +195,7 @@ def _build(options: Mapping[str, Any], target: ChatTarget | None = None) -> _Ser
         api_key=api_key,
         timeout=options.get("timeout", 30.0),
         retention_days=retention,
+        **_edge_options(options),
     )
     return _Served(app, None)
 
@@ -227,6 +260,10 @@ def serve(
     timeout: float = 30.0,
     retention_days: float | None = None,
     on_ready: Callable[[str], None] | None = None,
+    rate_limits: RateLimits | None = RateLimits(),  # noqa: B008 - frozen, never mutated
+    allowed_hosts: Sequence[str] | None = None,
+    forwarded_allow_ips: Sequence[str] = (),
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT_S,
 ) -> None:
     """Serve a chat on uvicorn until Ctrl+C: the page at ``/``, ``/api/chat``, ``/healthz``.
 
@@ -244,6 +281,13 @@ def serve(
         timeout: The deadline of one chat turn, in seconds.
         retention_days: Delete conversations idle longer than this (hourly); ``None`` keeps them.
         on_ready: Told the URL once the server answers.
+        rate_limits: Per client address: requests to ``/api/chat`` and new conversations (see
+            :func:`~agentskit_chat.server.create_app`); in the store's Redis with a Redis
+            store. ``None`` turns them off.
+        allowed_hosts: The ``Host`` names clients may use; by default, without a key, the
+            loopback names.
+        forwarded_allow_ips: Proxies whose ``X-Forwarded-For`` names the client.
+        header_timeout: Seconds a client may take to send a request's headers.
 
     Raises:
         ConfigurationError: an unusable target or option (a remote host without a key, an
@@ -261,6 +305,9 @@ def serve(
         "store": store,
         "timeout": timeout,
         "retention_days": retention_days,
+        "rate_limits": None if rate_limits is None else dataclasses.asdict(rate_limits),
+        "allowed_hosts": None if allowed_hosts is None else list(allowed_hosts),
+        "forwarded_allow_ips": list(forwarded_allow_ips),
     }
     run(
         options,
@@ -271,6 +318,7 @@ def serve(
         workers=workers,
         reload=reload,
         on_ready=on_ready,
+        header_timeout=header_timeout,
     )
 
 
@@ -284,6 +332,7 @@ def run(
     workers: int,
     reload: bool,
     on_ready: Callable[[str], None] | None,
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT_S,
 ) -> None:
     """:func:`serve` with the options of :func:`build_app` (how ``agentskit-chat serve``
     serves a chat or a docs folder).
@@ -332,11 +381,15 @@ def run(
             reload=reload,
             api_key=api_key,
             ready=ready,
+            header_timeout=header_timeout,
         )
         return
     definition = None if isinstance(target, str) else target
     served = _build({**chosen, "api_key": api_key}, definition)
-    config = uvicorn.Config(served.app, host=host, port=port, log_level="warning", lifespan="off")
+    config = uvicorn.Config(
+        served.app, host=host, port=port, log_level="warning", lifespan="off", **UVICORN_OPTIONS
+    )
+    set_header_timeout(config, header_timeout)
     server = _server(config, ready)
 
     async def main() -> bool | None:
@@ -373,6 +426,7 @@ def _serve_processes(
     reload: bool,
     api_key: str | None,
     ready: Callable[[str], None],
+    header_timeout: float,
 ) -> None:
     """Run uvicorn worker processes (or one reloading process) on one socket."""
     import uvicorn  # noqa: PLC0415 - the server extra is optional
@@ -396,7 +450,9 @@ def _serve_processes(
         reload_dirs=reload_dirs,
         log_level="warning",
         lifespan="on",
+        **UVICORN_OPTIONS,
     )
+    set_header_timeout(config, header_timeout)
     from uvicorn.supervisors import ChangeReload, Multiprocess  # noqa: PLC0415
 
     try:
