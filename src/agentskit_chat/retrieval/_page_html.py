@@ -4,13 +4,17 @@ Citations point at ``/docs/<page>#<heading-anchor>``; the anchors come from the 
 the same heading text and the same slugger as the corpus's chunks, so a cited section is always
 found on its page. Raw HTML in the Markdown is shown as text, never passed through; images
 are named, not loaded; links
-between pages (``setup.md#install``) become links to the served pages.
+between pages (``setup.md#install``) become links to the served pages. A link whose address
+is not relative or ``http``/``https``/``mailto`` (``data:``, ``javascript:``, a protocol-relative
+``//host/...``, anything with a control character or a backslash) keeps its text and loses its
+link, by the chat page's own rule.
 """
 
 from __future__ import annotations
 
 import posixpath
-from typing import Any
+import re
+from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
 from markdown_it import MarkdownIt
@@ -24,6 +28,20 @@ __all__ = ["render_page_html"]
 
 # The corpus's own parser, with raw HTML turned off: tags are text here.
 _PARSER = MarkdownIt("commonmark", {"html": False}).enable("table")
+#: The schemes a link may use (the chat page's ``safeHref``); anything else is text.
+_SAFE_SCHEMES: Final = frozenset({"http", "https", "mailto"})
+_UNSAFE_CHARACTERS: Final = re.compile(r"[\x00-\x1f\x7f\\]")
+_MAX_HREF: Final = 2048
+
+
+def _safe_href(href: str) -> bool:
+    """Whether ``href`` is relative or uses http, https or mailto (as the chat page decides)."""
+    if not href or len(href) > _MAX_HREF or _UNSAFE_CHARACTERS.search(href):
+        return False
+    if href.startswith("//"):
+        return False  # protocol-relative: another host
+    scheme = urlsplit(href).scheme.lower()
+    return not scheme or scheme in _SAFE_SCHEMES
 
 
 def _page_link(href: str, page: str, prefix: str) -> str:
@@ -50,6 +68,7 @@ def render_page_html(document: SourceDocument, *, href_prefix: str = "/docs") ->
     """
     tokens = _PARSER.parse(document.body)
     slugger = HeadingSlugger()
+    dropped = False  # links never nest: the next link_close closes a dropped link
     for index, token in enumerate(tokens):
         if token.type == "heading_open" and index + 1 < len(tokens):
             token.attrSet("id", slugger.slug(_inline_text(tokens[index + 1])))
@@ -59,8 +78,13 @@ def render_page_html(document: SourceDocument, *, href_prefix: str = "/docs") ->
                 child.type, child.content, child.children = "text", f"[image: {child.content}]", []
             elif child.type == "link_open":
                 href = child.attrGet("href")
-                if isinstance(href, str):
-                    child.attrSet("href", _page_link(href, document.path, href_prefix))
+                if not isinstance(href, str) or not _safe_href(href):
+                    # The text stays; the link goes (its closing tag with it).
+                    child.type, child.tag, child.attrs, dropped = "text", "", {}, True
+                    continue
+                child.attrSet("href", _page_link(href, document.path, href_prefix))
+            elif child.type == "link_close" and dropped:
+                child.type, child.tag, dropped = "text", "", False
     renderer: Any = _PARSER.renderer
     html: str = renderer.render(tokens, _PARSER.options, {})
     return html
