@@ -210,3 +210,37 @@ def test_corrected(question: str, expected: str, replaced: dict[str, str]) -> No
 def test_the_most_frequent_close_word_wins() -> None:
     assert corrected("the cahce", {"cache": 1, "cached": 9, "cachet": 5})[0] == "the cache"
     assert corrected("the serer", {"server": 1, "sever": 7})[0] == "the sever"
+
+
+# --- the site's own name ----------------------------------------------------------------------
+
+SITE = {
+    "index.md": "# Widget Docs\n\nWidget Docs turns a folder of Markdown into a searchable site "
+    "for your team.\n",
+    "themes.md": "# Themes\n\n## Picking a theme\n\nPages use the `light` theme; set "
+    "`theme: dark` for the dark one.\n",
+    "build.md": "# Building\n\n## Building the pages\n\nRun `widget build` to render every "
+    "page into `site/`.\n",
+    "search.md": "# Search\n\n## The search box\n\nThe search box finds pages by their words.\n",
+    "deploy.md": "# Deploying\n\n## Static hosting\n\nCopy `site/` to any static host.\n",
+}
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    folder = tmp_path / "site-docs"
+    folder.mkdir()
+    for name, text in SITE.items():
+        (folder / name).write_text(text, "utf-8")
+    return folder
+
+
+async def test_the_sites_own_name_does_not_make_a_question_answerable(site: Path) -> None:
+    async with create_docs_assistant(site, now=lambda: NOW) as assistant:
+        # Every page is about Widget Docs: naming it says nothing about what is asked.
+        # (Counted, "Widget Docs" made the overview page cover most of this question.)
+        refused = await assistant.ask("How do I translate my site with Widget Docs?")
+        answered = await assistant.ask("How do I build the pages with Widget Docs?")
+    assert isinstance(refused, EscalationAnswer)
+    assert isinstance(answered, ExactAnswer)
+    assert "widget build" in answered.answer.markdown

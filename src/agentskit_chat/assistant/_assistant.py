@@ -22,7 +22,7 @@ import anyio.to_thread
 
 from agentskit_chat._doclinks import page_href
 from agentskit_chat._observers import notify
-from agentskit_chat._terms import words
+from agentskit_chat._terms import content_terms, words
 from agentskit_chat.agents import AnalystGenerator, PydanticAIGenerator
 from agentskit_chat.answers import (
     ArtifactBuild,
@@ -109,6 +109,8 @@ _NEEDS_MODEL: Final = (
 AnswerOutcome = ExactAnswer | ChoicesAnswer | EscalationAnswer
 
 _MAX_SOURCES: Final = 8
+#: The pages that stand for the folder itself: their title is the site's name.
+_ROOT_PAGES: Final = frozenset({"index.md", "readme.md", "index.markdown", "readme.markdown"})
 
 
 @dataclass(slots=True)
@@ -235,13 +237,22 @@ class DocsAssistant:
         build = await anyio.to_thread.run_sync(self._build_artifact, folder)
         resolver = await anyio.to_thread.run_sync(self._create_resolver, build)
         corpus, weights, vocabulary = await anyio.to_thread.run_sync(self._load_corpus, folder)
+        # The site's own name: the title of the folder's root page, when it has one.
+        site_terms = [
+            term
+            for document in corpus.documents
+            if document.path.lower() in _ROOT_PAGES
+            for term in content_terms(document.title)
+        ]
         if self._index_path is not None:
             await anyio.to_thread.run_sync(self._make_index_folder)
         index = await SQLiteFTSRetriever.open(
             ":memory:" if self._index_path is None else self._index_path, corpus=corpus
         )
         try:
-            retriever = RelevantRetriever(index, weights, self._relevance, vocabulary=vocabulary)
+            retriever = RelevantRetriever(
+                index, weights, self._relevance, vocabulary=vocabulary, site_terms=site_terms
+            )
             site = site_config(self.site_id, self._store is not None, self._max_sources)
             service = AskService(
                 resolve_site=lambda context: site,

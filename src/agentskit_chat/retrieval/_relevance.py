@@ -186,11 +186,17 @@ class RelevanceRule:
         return covered / total if total > 0 else 0.0
 
     def select(
-        self, question: str, hits: Sequence[RetrievedChunk], weights: TermWeights
+        self,
+        question: str,
+        hits: Sequence[RetrievedChunk],
+        weights: TermWeights,
+        *,
+        site_terms: frozenset[str] = frozenset(),
     ) -> list[RetrievedChunk]:
         """The hits to answer ``question`` from, in their order (best first); none when no
-        hit is relevant."""
-        return self._select(question, hits, weights, relevant=False)
+        hit is relevant. ``site_terms`` (the site's own name) are not counted, unless the
+        question has no other term."""
+        return self._select(question, hits, weights, relevant=False, site_terms=site_terms)
 
     def _select(
         self,
@@ -199,11 +205,13 @@ class RelevanceRule:
         weights: TermWeights,
         *,
         relevant: bool,
+        site_terms: frozenset[str] = frozenset(),
     ) -> list[RetrievedChunk]:
         """:meth:`select`, or, when the question is known ``relevant`` otherwise (each of its
         parts is), the hits at least as good as the companions of a relevant one."""
         # The question is read once, not once per hit.
-        terms, names = content_terms(question), name_terms(question)
+        terms = topic_terms(content_terms(question), site_terms)
+        names = name_terms(question)
         verdicts = [self._judge(terms, names, hit, weights) for hit in hits]
         if not relevant and not any(verdict.relevant for verdict in verdicts):
             return []
@@ -211,6 +219,12 @@ class RelevanceRule:
         return [
             hit for hit, verdict in zip(hits, verdicts, strict=True) if verdict.coverage >= floor
         ]
+
+
+def topic_terms(terms: tuple[str, ...], site_terms: frozenset[str]) -> tuple[str, ...]:
+    """``terms`` without the site's own name, unless nothing else is left."""
+    kept = tuple(term for term in terms if term not in site_terms)
+    return kept or terms
 
 
 def _without_change_logs(question: str, hits: list[RetrievedChunk]) -> list[RetrievedChunk]:
@@ -244,7 +258,10 @@ class RelevantRetriever:
     The question is read in its conversation: an elliptic follow-up ("and for Redis?") is
     written out with the previous question (:func:`~agentskit_chat._terms.followup_question`),
     and, given the corpus's ``vocabulary`` (how often each folded word occurs), a misspelled
-    word is read as the corpus word one edit away.
+    word is read as the corpus word one edit away. ``site_terms`` are the terms of the site's
+    own name (the docs assistant passes the root page's title): every page is about the site,
+    so a question's "with PyMdown Extensions" says nothing about which page answers it, and
+    those terms are not counted (unless the question has no other term).
     """
 
     def __init__(
@@ -255,12 +272,14 @@ class RelevantRetriever:
         *,
         top_k: int = 8,
         vocabulary: Mapping[str, int] | None = None,
+        site_terms: Iterable[str] = (),
     ) -> None:
         self._index = index
         self._weights = weights
         self._rule = rule or RelevanceRule()
         self._top_k = top_k
         self._vocabulary = vocabulary
+        self._site_terms = frozenset(site_terms)
 
     @property
     def rule(self) -> RelevanceRule:
@@ -279,13 +298,14 @@ class RelevantRetriever:
         hits = guides_first(question, await self._index.search(question, self._top_k))
         context, clauses = question_clauses(question)
         if len(clauses) < 2:
-            return _without_change_logs(question, self._rule.select(question, hits, self._weights))
+            selected = self._rule.select(question, hits, self._weights, site_terms=self._site_terms)
+            return _without_change_logs(question, selected)
         names = name_terms(question)
         firsts: list[RetrievedChunk] = []
         parts = 0
         for clause in clauses:
             part = f"{context} {clause}".strip()
-            terms = content_terms(part)
+            terms = topic_terms(content_terms(part), self._site_terms)
             if not terms:
                 continue
             parts += 1
@@ -301,7 +321,9 @@ class RelevantRetriever:
             if best is not None:
                 firsts.append(best)
         each_part = len(firsts) == parts > 1
-        kept = self._rule._select(question, hits, self._weights, relevant=each_part)
+        kept = self._rule._select(
+            question, hits, self._weights, relevant=each_part, site_terms=self._site_terms
+        )
         if not kept and not each_part:
             return []
         merged: dict[str, RetrievedChunk] = {}
