@@ -63,7 +63,8 @@ NO_SAFE_SOURCES: Final = "No safe grounded sources were found for this question.
 #: The one error an answer can end with (never the cause: it may hold a path or a secret).
 RETRIEVAL_FAILED: Final = "Grounded retrieval is temporarily unavailable."
 _MAX_SOURCES: Final = 50
-_MAX_LABEL: Final = 256
+#: The longest answer kept, in characters (a text part holds at most 16,384 UTF-16 units).
+_MAX_ANSWER: Final = 4096
 _MAX_SUMMARY: Final = 4096
 _CHUNK: Final = 64
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9._:-]+")
@@ -185,8 +186,11 @@ class RagAdapter:
         sources = _sources(sections, self._with_urls)
         if not sources:
             return _Answer(NO_SAFE_SOURCES)
-        label = _cut((await self._answerer(question, sections)).strip(), _MAX_LABEL)
-        props = SourceListProps.model_validate({"label": label, "sources": sources})
+        answer = _cut((await self._answerer(question, sections)).strip(), _MAX_ANSWER)
+        if not answer:
+            raise ValueError("the answerer wrote nothing")
+        # The answer is text and its sources a list under it (a list's label is its heading).
+        props = SourceListProps.model_validate({"label": "Sources", "sources": sources})
         titles = ", ".join(source["title"] for source in sources)
         last = request.messages[-1].id if request.messages else "answer"
         frame = {
@@ -198,11 +202,14 @@ class RagAdapter:
             "props": props.model_dump(mode="json", by_alias=True, exclude_none=True),
             "fallback": {
                 "kind": "source-list",
-                "summary": _cut(f"{label} Sources: {titles}.", _MAX_SUMMARY),
+                "summary": _cut(f"Sources: {titles}.", _MAX_SUMMARY),
             },
         }
         encoder = create_assistant_content_encoder()
-        return _Answer(encoder.encode({"kind": "component", "frame": frame}))
+        return _Answer(
+            encoder.encode({"kind": "text", "text": answer})
+            + encoder.encode({"kind": "component", "frame": frame})
+        )
 
 
 def _model_answerer(model: str) -> Answerer:

@@ -56,6 +56,12 @@ class Turn:
         assert len(frames) == 1, decoded.parts
         return frames[0].model_dump(mode="json", by_alias=True, exclude_none=True)
 
+    def text(self) -> str:
+        """The prose the last assistant message shows before its components."""
+        decoded = decode_assistant_content(self.answer)
+        assert decoded.ok
+        return "".join(part.text for part in decoded.parts if part.kind == "text")
+
     def calls(self) -> list[dict[str, Any]]:
         """Every tool call of the conversation, oldest first."""
         return [call for message in self.messages for call in message.get("toolCalls") or ()]

@@ -30,8 +30,9 @@ async def test_a_question_is_answered_with_sources_from_the_folder() -> None:
     frame = turn.frame()
     assert frame["componentKey"] == "source-list"
     assert frame["instanceId"].startswith("rag-")
+    assert turn.text().startswith("Grounded answer for “How often do devices sync?”")
     props = SourceListProps.model_validate(frame["props"])
-    assert props.label.startswith("Grounded answer for “How often do devices sync?”")
+    assert props.label == "Sources"
     assert props.sources
     assert props.sources[0].title == "Sync and offline use › How often devices sync"
     assert "every 30 seconds" in (props.sources[0].snippet or "")

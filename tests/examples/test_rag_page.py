@@ -29,7 +29,10 @@ def test_an_answer_with_its_sources_and_a_refusal_on_the_page(browser: Browser) 
             page.get_by_role("button", name="How often do devices sync?").click()  # suggestion
             sources = page.locator("[data-component=source-list]")
             expect(sources).to_have_count(1)
-            expect(sources.locator("h3")).to_contain_text("Devices sync every 30 seconds")
+            # The answer is prose above its sources, whose list is headed "Sources".
+            expect(sources.locator("h3")).to_have_text("Sources")
+            answered = page.locator("article.message.assistant.status-complete").first
+            expect(answered).to_contain_text("Devices sync every 30 seconds")
             link = sources.get_by_role("link", name="Sync and offline use › How often devices sync")
             expect(link).to_be_visible()
             expect(link).to_have_attribute(
