@@ -36,7 +36,7 @@ def test_a_ticket_rejected_on_the_page_is_never_created(browser: Browser) -> Non
                 "No ticket was created. Ask again whenever you want a human to follow up."
             )
             expect(page.locator(".tool-status")).to_have_count(1)
-            expect(page.locator(".tool-status")).not_to_contain_text("complete")
+            expect(page.locator(".tool-status")).to_contain_text("not run (rejected)")
             expect(page.locator("#send")).to_be_visible()
             expect(page.locator("#notice")).to_be_hidden()
             expect(page.get_by_text("SUP-1")).to_have_count(0)

@@ -126,6 +126,16 @@ function renderContent(message, ctx) {
   return body;
 }
 
+// What a call's status means to a reader (a denied call never ran: it did not fail).
+const CALL_STATUS = { pending: "waiting", running: "running", complete: "done", error: "failed" };
+
+function callStatus(call) {
+  if (call.status === "error" && String(call.error || "").startsWith("Permission denied: ")) {
+    return "not run (rejected)";
+  }
+  return CALL_STATUS[call.status] || call.status;
+}
+
 function renderToolCalls(message, ctx) {
   const calls = message.toolCalls || [];
   const nodes = [];
@@ -144,7 +154,7 @@ function renderToolCalls(message, ctx) {
     } else {
       const line = el("p", `tool-status tool-${call.status}`);
       line.setAttribute("role", "status");
-      line.textContent = `${call.name}: ${call.status}${call.result ? ` — ${call.result}` : ""}`;
+      line.textContent = `${call.name}: ${callStatus(call)}${call.result ? ` — ${call.result}` : ""}`;
       nodes.push(line);
     }
   }
