@@ -7,6 +7,10 @@ confirmation or an approval request becomes a row of ``Button``: a :class:`Compo
 Tab moves between them, Enter in a field or on the submit button submits. What the user did
 is posted as :class:`ComponentPanel.Answered` for the app to send; the server checks it (one
 rule for every interface), so nothing here refuses a value.
+
+Every word on these widgets comes from the server (labels, titles, choices), so each is plain
+:class:`~textual.content.Content`, never Textual markup: a label ``[@click=app.quit]Quit[/]``
+is shown as those characters and does nothing.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
+from rich.text import Text
 from textual import events, on
 from textual.containers import Horizontal, VerticalScroll
+from textual.content import Content
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Button, Checkbox, Input, Label, OptionList, Select
@@ -27,7 +33,7 @@ from agentskit_chat.components import FormField
 from ._prompts import ButtonPrompt, FormPrompt, InteractivePrompt
 from ._render import ChoicePrompt, PendingConfirmation
 
-__all__ = ["ComponentPanel", "ComponentPicker"]
+__all__ = ["ComponentPanel", "ComponentPicker", "plain"]
 
 _SUBMIT: Final = "submit"
 
@@ -46,14 +52,19 @@ def _number(text: str) -> int | float | str:
     return number if math.isfinite(number) else text
 
 
+def plain(text: str) -> Content:
+    """Server text as it is: never parsed as Textual markup."""
+    return Content(text)
+
+
 def _field_widgets(field: FormField, draft: Mapping[str, Any]) -> list[Widget]:
     given = draft.get(field.id)
-    label = f"{field.label}{' *' if field.required else ''}"
+    label = plain(f"{field.label}{' *' if field.required else ''}")
     if field.type == "checkbox":
         return [Checkbox(label, value=given is True, name=field.id)]
     widgets: list[Widget] = [Label(label, classes="field-label")]
     if field.type == "select":
-        options = [(option.label, option.id) for option in field.options or ()]
+        options = [(Text(option.label), option.id) for option in field.options or ()]
         known = any(option_id == given for _, option_id in options)
         value: Any = given if known else Select.NULL
         widgets.append(Select(options, prompt="Choose…", value=value, name=field.id))
@@ -116,14 +127,14 @@ class ComponentPanel(VerticalScroll):
         self.display = owner is not None
         if isinstance(owner, FormPrompt):
             props = owner.props
-            self.border_title = props.title or "Form"
+            self.border_title = plain(props.title or "Form")
             widgets = [w for field in props.fields for w in _field_widgets(field, draft)]
-            submit = Button(props.submit_label, variant="primary", name=_SUBMIT)
+            submit = Button(plain(props.submit_label), variant="primary", name=_SUBMIT)
             self.mount_all([*widgets, Horizontal(submit)])
         elif isinstance(owner, ButtonPrompt):
-            self.border_title = owner.title
+            self.border_title = plain(owner.title)
             buttons = [
-                Button(option.label, name=str(index), disabled=option.disabled)
+                Button(plain(option.label), name=str(index), disabled=option.disabled)
                 for index, option in enumerate(owner.options)
             ]
             self.mount(Horizontal(*buttons))
@@ -210,15 +221,15 @@ class ComponentPicker(OptionList):
         if isinstance(owner, ChoicePrompt):
             self.border_title = "Choose one"
             self.add_options(
-                Option(f"{index + 1}. {owner.caption(index)}", id=str(index))
+                Option(plain(f"{index + 1}. {owner.caption(index)}"), id=str(index))
                 for index in range(len(owner.choices))
             )
         elif owner is not None:
-            self.border_title = f"Run {owner.name}?"
+            self.border_title = plain(f"Run {owner.name}?")
             self.add_options(
                 [
-                    Option(f"a. {owner.approve_label}", id="approve"),
-                    Option(f"r. {owner.reject_label}", id="reject"),
+                    Option(plain(f"a. {owner.approve_label}"), id="approve"),
+                    Option(plain(f"r. {owner.reject_label}"), id="reject"),
                 ]
             )
         self.highlighted = 0 if owner is not None else None
