@@ -14,7 +14,7 @@ export async function loadCatalog() {
   return catalog;
 }
 
-// --- a JSON Schema subset: what the props models emit -------------------------------------
+// --- a JSON Schema subset: what the props models emit, checked in full ---------------------
 
 function typeOf(value) {
   if (value === null) return "null";
@@ -29,13 +29,36 @@ function matchesType(type, value) {
   return actual === type;
 }
 
-function resolve(schema, root) {
-  let current = schema;
-  for (let hops = 0; current && current.$ref && hops < 16; hops += 1) {
-    const name = current.$ref.replace(/^#\/\$defs\//, "");
-    current = root.$defs ? root.$defs[name] : undefined;
-  }
-  return current;
+// The keywords `validates` checks. Annotations change nothing; anything else in a schema
+// (`if`, `dependentSchemas`, `$dynamicRef`, a misspelling, ...) makes the value fail, so a
+// schema the page cannot fully check never lets a frame through.
+const ANNOTATIONS = new Set([
+  "title", "description", "default", "examples", "$comment", "deprecated", "readOnly",
+  "writeOnly",
+  // `format` is an annotation in JSON Schema 2020-12; `discriminator` (OpenAPI) only names
+  // the property that `oneOf` already checks.
+  "format", "discriminator",
+]);
+const ASSERTIONS = new Set([
+  "$ref", "$defs", "anyOf", "oneOf", "allOf", "not", "const", "enum", "type",
+  "minLength", "maxLength", "pattern",
+  "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+  "items", "prefixItems", "minItems", "maxItems", "uniqueItems",
+  "properties", "required", "additionalProperties", "propertyNames",
+  "minProperties", "maxProperties",
+]);
+
+function knows(node) {
+  return Object.keys(node).every((key) => ASSERTIONS.has(key) || ANNOTATIONS.has(key));
+}
+
+function target(ref, root) {
+  if (typeof ref !== "string" || !ref.startsWith("#/$defs/")) return undefined;
+  const name = ref.slice("#/$defs/".length);
+  const defs = root.$defs;
+  return defs && typeof defs === "object" && Object.prototype.hasOwnProperty.call(defs, name)
+    ? defs[name]
+    : undefined;
 }
 
 function pattern(source) {
@@ -46,18 +69,59 @@ function pattern(source) {
   }
 }
 
-/** Whether `value` satisfies `schema` (a subset of JSON Schema; unknown keywords fail closed). */
+// Key order does not matter to JSON equality.
+function canonical(value) {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const keys = Object.keys(value).sort();
+    return `{${keys.map((key) => `${JSON.stringify(key)}:${canonical(value[key])}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function multipleOf(value, divisor) {
+  if (typeof divisor !== "number" || !(divisor > 0)) return false;
+  const quotient = value / divisor;
+  return Number.isFinite(quotient) && Math.abs(quotient - Math.round(quotient)) < 1e-9;
+}
+
+/**
+ * Whether `value` satisfies `schema`: the keywords above, checked; any other keyword, or a
+ * malformed one, fails (closed).
+ */
 export function validates(schema, value, root = schema, depth = 0) {
   if (depth > 32) return false;
-  const node = resolve(schema, root);
-  if (!node || typeof node !== "object") return false;
-  if (node.anyOf) return node.anyOf.some((option) => validates(option, value, root, depth + 1));
-  if (node.oneOf) {
-    return node.oneOf.filter((option) => validates(option, value, root, depth + 1)).length === 1;
+  const node = schema;
+  if (!node || typeof node !== "object" || Array.isArray(node) || !knows(node)) return false;
+  const next = depth + 1;
+  if (node.$ref !== undefined) {
+    const referenced = target(node.$ref, root);
+    if (referenced === undefined || !validates(referenced, value, root, next)) return false;
   }
-  if ("const" in node && value !== node.const) return false;
-  if (node.enum && !node.enum.includes(value)) return false;
-  if (node.type) {
+  for (const key of ["anyOf", "oneOf", "allOf"]) {
+    if (node[key] !== undefined && (!Array.isArray(node[key]) || node[key].length === 0)) {
+      return false;
+    }
+  }
+  if (node.anyOf && !node.anyOf.some((option) => validates(option, value, root, next))) {
+    return false;
+  }
+  if (node.oneOf && node.oneOf.filter((option) => validates(option, value, root, next)).length !== 1) {
+    return false;
+  }
+  if (node.allOf && !node.allOf.every((option) => validates(option, value, root, next))) {
+    return false;
+  }
+  if (node.not !== undefined && (typeof node.not !== "object" || validates(node.not, value, root, next))) {
+    return false;
+  }
+  if ("const" in node && canonical(value) !== canonical(node.const)) return false;
+  if (node.enum !== undefined) {
+    if (!Array.isArray(node.enum)) return false;
+    const wanted = canonical(value);
+    if (!node.enum.some((option) => canonical(option) === wanted)) return false;
+  }
+  if (node.type !== undefined) {
     const types = Array.isArray(node.type) ? node.type : [node.type];
     if (!types.some((type) => matchesType(type, value))) return false;
   }
@@ -75,28 +139,46 @@ export function validates(schema, value, root = schema, depth = 0) {
     if (node.maximum !== undefined && value > node.maximum) return false;
     if (node.exclusiveMinimum !== undefined && value <= node.exclusiveMinimum) return false;
     if (node.exclusiveMaximum !== undefined && value >= node.exclusiveMaximum) return false;
+    if (node.multipleOf !== undefined && !multipleOf(value, node.multipleOf)) return false;
   }
   if (Array.isArray(value)) {
     if (node.minItems !== undefined && value.length < node.minItems) return false;
     if (node.maxItems !== undefined && value.length > node.maxItems) return false;
-    if (node.items && !value.every((item) => validates(node.items, item, root, depth + 1))) {
+    let rest = value;
+    if (node.prefixItems !== undefined) {
+      if (!Array.isArray(node.prefixItems)) return false;
+      const prefix = node.prefixItems;
+      if (!value.slice(0, prefix.length).every((item, i) => validates(prefix[i], item, root, next))) {
+        return false;
+      }
+      rest = value.slice(prefix.length);
+    }
+    if (node.items !== undefined && !rest.every((item) => validates(node.items, item, root, next))) {
+      return false;
+    }
+    if (node.uniqueItems === true && new Set(value.map(canonical)).size !== value.length) {
       return false;
     }
   }
   if (typeOf(value) === "object") {
     const keys = Object.keys(value);
     if (node.maxProperties !== undefined && keys.length > node.maxProperties) return false;
+    if (node.minProperties !== undefined && keys.length < node.minProperties) return false;
+    if (node.required !== undefined && !Array.isArray(node.required)) return false;
     for (const key of node.required || []) {
       if (!Object.prototype.hasOwnProperty.call(value, key)) return false;
     }
     const properties = node.properties || {};
     for (const key of keys) {
+      if (node.propertyNames !== undefined && !validates(node.propertyNames, key, root, next)) {
+        return false;
+      }
       if (Object.prototype.hasOwnProperty.call(properties, key)) {
-        if (!validates(properties[key], value[key], root, depth + 1)) return false;
+        if (!validates(properties[key], value[key], root, next)) return false;
       } else if (node.additionalProperties === false) {
         return false;
       } else if (typeof node.additionalProperties === "object") {
-        if (!validates(node.additionalProperties, value[key], root, depth + 1)) return false;
+        if (!validates(node.additionalProperties, value[key], root, next)) return false;
       }
     }
   }
