@@ -300,7 +300,7 @@ def create_app(
         from chat import chat  # your ChatDefinition
 
         app = create_app(chat, store="sqlite:///chat.db")
-        # uvicorn app:app, or mount it: fastapi_app.mount("/chat", app)
+        # uvicorn app:app, or mount it last in FastAPI: fastapi_app.mount("/", app)
     """
     try:
         from starlette.applications import Starlette  # noqa: PLC0415 - the server extra
