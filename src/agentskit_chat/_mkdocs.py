@@ -45,7 +45,7 @@ _BLOCK: Final = re.compile(
 _BLOCK_OPTION: Final = re.compile(r"^[ \t]+[\w-]+:")
 _SNIPPET: Final = re.compile(r"^[ \t]*;?-{1,2}8<-{1,2}(?P<file>[ \t]+\S.*)?[ \t]*$")
 _CODE_INCLUDE: Final = re.compile(r"^[ \t]*\{\*.*\*\}[ \t]*$")
-_AUTODOC: Final = re.compile(r"^(?P<indent>[ \t]*):::[ \t]+\S")
+_MKDOCSTRINGS: Final = re.compile(r"^(?P<indent>[ \t]*):::[ \t]+\S")
 _DEFINITION: Final = re.compile(r"^(?:\*\[[^\]]+\]|\[\^[^\]]+\]):")
 _ATTR_TOKEN: Final = r"(?:[#.][^\s{}]+|[\w:-]+=(?:\"[^\"]*\"|'[^']*'|[^\s}\"']+))"
 _ATTRS: Final = re.compile(
@@ -223,8 +223,7 @@ def _render(lines: Sequence[str]) -> Iterator[str]:
                     index += 1
                 index += 1
             continue
-        autodoc = _AUTODOC.match(line)
-        if autodoc is not None:
+        if _MKDOCSTRINGS.match(line) is not None:  # an API reference directive and its options
             index = _indented_body(lines, index + 1, _indent(line))
             continue
         if _CODE_INCLUDE.match(line) or _DEFINITION.match(line) or _ATTRS_LINE.match(line):
