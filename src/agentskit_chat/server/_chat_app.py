@@ -46,12 +46,10 @@ from agentskit_chat.errors import (
 )
 from agentskit_chat.protocol import (
     ComponentFrame,
-    ComponentPart,
     ComponentSelectEvent,
     Decoded,
     SubmitEvent,
     create_snapshot_event,
-    decode_assistant_content,
     decode_turn_event,
     encode_turn_event,
 )
@@ -73,7 +71,7 @@ from ._chat_actions import (
     confirmation_decision,
 )
 from ._chat_approvals import decision_operation, record_waiting_calls
-from ._chat_interactions import accept_interaction
+from ._chat_interactions import accept_interaction, find_shown_frame
 from ._chat_operations import OPERATION_UNAVAILABLE_MESSAGE, operation_target, turn_operation
 from ._history import compact_history, exceeds_record_limits
 
@@ -280,28 +278,18 @@ class _Shown:
 
 def _shown_frame(messages: Sequence[ChatMessage], selection: ComponentSelectEvent) -> _Shown | None:
     """The frame ``selection`` refers to, as this session's assistant showed it (newest first)."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if message.role != "assistant":
-            continue
-        decoded = decode_assistant_content(message.content)
-        if not decoded.ok:
-            continue
-        for part in decoded.parts:
-            if (
-                isinstance(part, ComponentPart)
-                and part.frame.instance_id == selection.instance_id
-                and part.frame.component_key == selection.component_key
-            ):
-                before = messages[index - 1] if index > 0 else None
-                question = before if before is not None and before.role == "user" else None
-                used = any(
-                    later.role == "user"
-                    and (later.metadata or {}).get(CHOICE_METADATA_KEY) == selection.instance_id
-                    for later in messages[index + 1 :]
-                )
-                return _Shown(part.frame, question, used)
-    return None
+    found = find_shown_frame(messages, selection.instance_id, selection.component_key)
+    if found is None:
+        return None
+    index, frame = found
+    before = messages[index - 1] if index > 0 else None
+    question = before if before is not None and before.role == "user" else None
+    used = any(
+        later.role == "user"
+        and (later.metadata or {}).get(CHOICE_METADATA_KEY) == selection.instance_id
+        for later in messages[index + 1 :]
+    )
+    return _Shown(frame, question, used)
 
 
 def _accepts_question(submit: Callable[..., Any]) -> bool:

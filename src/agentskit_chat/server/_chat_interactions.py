@@ -71,6 +71,7 @@ __all__ = [
     "INTERACTION_UNAVAILABLE_MESSAGE",
     "AcceptedInteraction",
     "accept_interaction",
+    "find_shown_frame",
     "interaction_request",
 ]
 
@@ -147,13 +148,11 @@ def _used(later: Sequence[ChatMessage], instance_id: str) -> bool:
     )
 
 
-def _shown_frame(messages: Sequence[ChatMessage], wanted: ComponentInteractEvent) -> ComponentFrame:
-    """The frame ``wanted`` names, as this session's assistant showed it (newest first).
-
-    Raises:
-        ChatHandlerError: 409 ``INTERACTION_UNAVAILABLE`` when none has its instance id and
-            key, or the instance was already used.
-    """
+def find_shown_frame(
+    messages: Sequence[ChatMessage], instance_id: str, component_key: str
+) -> tuple[int, ComponentFrame] | None:
+    """The newest frame with ``instance_id`` and ``component_key`` that this session's
+    assistant showed, with the index of its message; ``None`` when it showed none."""
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if message.role != "assistant":
@@ -164,13 +163,24 @@ def _shown_frame(messages: Sequence[ChatMessage], wanted: ComponentInteractEvent
         for part in decoded.parts:
             if (
                 isinstance(part, ComponentPart)
-                and part.frame.instance_id == wanted.instance_id
-                and part.frame.component_key == wanted.component_key
+                and part.frame.instance_id == instance_id
+                and part.frame.component_key == component_key
             ):
-                if _used(messages[index + 1 :], wanted.instance_id):
-                    raise _unavailable()
-                return part.frame
-    raise _unavailable()
+                return index, part.frame
+    return None
+
+
+def _shown_frame(messages: Sequence[ChatMessage], wanted: ComponentInteractEvent) -> ComponentFrame:
+    """The frame ``wanted`` names, as this session's assistant showed it (newest first).
+
+    Raises:
+        ChatHandlerError: 409 ``INTERACTION_UNAVAILABLE`` when none has its instance id and
+            key, or the instance was already used.
+    """
+    found = find_shown_frame(messages, wanted.instance_id, wanted.component_key)
+    if found is None or _used(messages[found[0] + 1 :], wanted.instance_id):
+        raise _unavailable()
+    return found[1]
 
 
 def _quoted(field: FormField) -> str:
