@@ -1,21 +1,7 @@
-"""One Chromium for the page tests of a module (Debian's, driven by Playwright)."""
+"""One Chromium for the page tests of a module: the web tests' fixture."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from tests.web.conftest import browser
 
-import pytest
-from playwright.sync_api import Browser, sync_playwright
-
-from tests.web._support import CHROMIUM_ARGS, chromium_path
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    path = chromium_path()
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=path, args=list(CHROMIUM_ARGS))
-        try:
-            yield launched
-        finally:
-            launched.close()
+__all__ = ["browser"]
