@@ -57,6 +57,7 @@ from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
 import _corpora
+from _corpus_checks import syntax_in_answers, unstated_facts
 
 ROOT = Path(__file__).resolve().parents[1]
 TOP_K = 5
@@ -663,6 +664,7 @@ def main() -> None:
         selected = _selected(args)
     runs: list[CorpusRun] = []
     details_lines: list[str] = []
+    problems: list[str] = []
     for name, docs, question_file, where in selected:
         if docs is None:
             print(
@@ -678,6 +680,9 @@ def main() -> None:
             continue
         started = time.perf_counter()
         retrieved, replies = anyio.run(run, docs, questions)
+        answers = {key: reply.text for key, reply in replies["assistant"].items()}
+        problems += [f"corpus {name}: {line}" for line in unstated_facts(docs, questions, states)]
+        problems += [f"corpus {name}: {line}" for line in syntax_in_answers(answers)]
         groups = summarize(questions, retrieved, replies)
         runs.append(CorpusRun(name, docs, questions, groups, time.perf_counter() - started))
         if args.verbose:
@@ -688,6 +693,8 @@ def main() -> None:
     if not runs:
         sys.exit("no corpus to measure")
     if args.json:
+        if problems:
+            sys.exit("checks failed:\n" + "\n".join(problems))
         print(json.dumps({r.name: [asdict(group) for group in r.groups] for r in runs}))
         return
     for item in runs:
@@ -700,6 +707,9 @@ def main() -> None:
     print(summary(runs))
     if args.verbose:
         print("\n".join(details_lines))
+    if problems:
+        sys.exit("checks failed:\n" + "\n".join(problems))
+    print(f"\nchecks: every fact on its pages, no MkDocs syntax in {len(runs)} corpora's answers")
 
 
 if __name__ == "__main__":
