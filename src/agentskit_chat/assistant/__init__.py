@@ -16,10 +16,9 @@ from ._assistant import (
     DocsAgent,
     DocsAssistant,
     DocsPage,
-    ask_docs,
-    create_docs_assistant,
 )
 from ._backend import ASSISTANT_ID, CORPUS_ID, NO_GROUNDED_SOURCES, PROVIDER, Caller
+from ._factory import ask_docs, create_docs_assistant
 
 __all__ = [
     "AGENT_ENV",
