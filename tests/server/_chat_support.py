@@ -84,6 +84,8 @@ class EchoAdapter:
     gate: anyio.Event | None = None
     fail: bool = False
     prefix: str = "Echo"
+    #: What the reply starts with before the question (changing it changes the next answers).
+    label: str = "Echo"
     calls: int = 0
     aborts: int = 0
     finished: int = 0
@@ -95,7 +97,7 @@ class EchoAdapter:
         self.calls += 1
         last = next(m.content for m in reversed(request.messages) if m.role == "user")
         self.inputs.append(last)
-        return EchoSource(self, f"Echo: {last}")
+        return EchoSource(self, f"{self.label}: {last}")
 
 
 class Memories:

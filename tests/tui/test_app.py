@@ -171,11 +171,18 @@ async def test_retry_edit_and_regenerate_by_command() -> None:
             assert app.notice == "Asked again."
             assert len(app.message_texts()) == 2
 
+            harness.adapter.label = "Echo again"
             await ask(pilot, app, "/regenerate")
             assert harness.adapter.inputs[-1] == "first"
             assert app.transcript is not None
             assert app.transcript.messages[-1].message_id != first_answer
             assert app.notice == "A new answer replaced the last one."
+            # The same words again (a chat without a model answers the same way) say so.
+            await ask(pilot, app, "/regenerate")
+            assert "Echo again: first" in app.message_texts()[-1]
+            assert app.notice.startswith("Regenerated: the answer is the same as before.")
+            assert not app.notice_is_error
+            harness.adapter.label = "Echo"
 
             await ask(pilot, app, "/edit changed question")
             texts = app.message_texts()

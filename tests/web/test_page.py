@@ -334,6 +334,10 @@ def test_regenerate_edit_and_retry(watched: Watched, lab_url: str, lab: Lab) -> 
     expect(page.locator("#send")).to_be_visible()
     expect(assistant_messages(page)).to_have_count(1)
     assert lab.calls == calls + 1
+    # The echo answers the same words again: the page says so, as information, not an error.
+    notice = page.locator("#notice")
+    expect(notice).to_have_text(re.compile("^Regenerated: the answer is the same as before"))
+    expect(notice).to_have_class(re.compile("notice-info"))
     page.locator("article.message.user").last.get_by_role("button", name="Edit").click()
     editor = page.get_by_label("Edit your message")
     editor.fill("edited question")
@@ -343,6 +347,7 @@ def test_regenerate_edit_and_retry(watched: Watched, lab_url: str, lab: Lab) -> 
     expect(assistant_messages(page).last.locator(".body")).to_have_text(
         re.compile("Echo: edited question")
     )
+    expect(notice).to_be_hidden()
     lab.fail_next = True
     ask(page, "this one fails")
     expect(page.get_by_role("alert").filter(has_text="failed")).to_be_visible()

@@ -40,6 +40,9 @@ _IDLE_HINT: Final = "Type a message and press Enter. /help lists the commands."
 #: The commands the terminal answers itself; any other ``/word`` is sent to the chat, whose
 #: own routes may answer it.
 _OWN_COMMANDS: Final = frozenset({"/retry", "/regenerate", "/edit", "/help", "/quit", "/exit"})
+_UNCHANGED: Final = (
+    "Regenerated: the answer is the same as before. Rephrase the question for a different one."
+)
 _STREAMING_HINT: Final = "Answering… press Escape to stop."
 _CHOICE_HINT: Final = "Pick a choice: Up/Down or its number, then Enter (Tab: back to typing)."
 _CONFIRM_HINT: Final = "Decide: a approves, r rejects (or Up/Down, then Enter)."
@@ -76,6 +79,13 @@ class MessageView(Static):
 
 
 _ROLE_LABELS: Final = {"user": "You", "assistant": "Assistant", "tool": "Tool", "system": "System"}
+
+
+def _last_answer(snapshot: SnapshotEvent | None) -> str | None:
+    """The content of the newest assistant message of ``snapshot``, if any."""
+    messages = snapshot.payload.messages if snapshot is not None else ()
+    answers = [message.content for message in messages if message.role == "assistant"]
+    return answers[-1] if answers else None
 
 
 def _with_role(rendered: RenderedMessage) -> Group:
@@ -311,7 +321,15 @@ class TerminalChatApp(App[None]):
         rest = rest.strip()
         if name in ("/retry", "/regenerate"):
             kind: OperationKind = "retry" if name == "/retry" else "regenerate"
-            done = "Asked again." if kind == "retry" else "A new answer replaced the last one."
+            replaced = _last_answer(client.snapshot)
+
+            def done() -> str:
+                if kind == "retry":
+                    return "Asked again."
+                if replaced is not None and _last_answer(client.snapshot) == replaced:
+                    return _UNCHANGED  # a chat without a model answers the same way again
+                return "A new answer replaced the last one."
+
             self._start(lambda shown: client.operation(kind, on_snapshot=shown), done=done)
         elif name == "/edit":
             target = self.transcript.last_user_message_id if self.transcript else None
@@ -324,7 +342,7 @@ class TerminalChatApp(App[None]):
                     lambda shown: client.operation(
                         "edit", text=rest, message_id=target, on_snapshot=shown
                     ),
-                    done="Your question was changed and answered again.",
+                    done=lambda: "Your question was changed and answered again.",
                 )
         elif name == "/help":
             self._notify(COMMANDS_HELP)
@@ -425,7 +443,11 @@ class TerminalChatApp(App[None]):
     # --- turns --------------------------------------------------------------------------
 
     def _start(
-        self, start: TurnStart, *, done: str | None = None, retype: str | None = None
+        self,
+        start: TurnStart,
+        *,
+        done: Callable[[], str] | None = None,
+        retype: str | None = None,
     ) -> None:
         self._clear_notice()
         self._own(None)
@@ -433,7 +455,9 @@ class TerminalChatApp(App[None]):
         self.query_one("#prompt", Input).focus()
         self.run_worker(self._turn(start, done, retype), group="turn", exit_on_error=False)
 
-    async def _turn(self, start: TurnStart, done: str | None, retype: str | None) -> None:
+    async def _turn(
+        self, start: TurnStart, done: Callable[[], str] | None, retype: str | None
+    ) -> None:
         """Run one turn; a question the server never took is put back into the input."""
         result: TurnResult | None = None
         try:
@@ -450,7 +474,7 @@ class TerminalChatApp(App[None]):
                     prompt.value = retype
                     prompt.cursor_position = len(retype)
             elif result is not None and done is not None:
-                self._notify(done)
+                self._notify(done())
 
     def _shown(self, snapshot: SnapshotEvent) -> None:
         self.drawn.append(snapshot.payload.status)

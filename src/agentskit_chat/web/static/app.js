@@ -16,6 +16,7 @@ import { el, renderMarkdown, safeHref } from "./markdown.js";
 const ENDPOINT = "/api/chat";
 const SESSION_KEY = "agentskit.chat.session";
 const API_KEY = "agentskit.chat.apiKey";
+const UNCHANGED = "Regenerated: the answer is the same as before. Rephrase the question for a different one.";
 
 const $ = (id) => document.getElementById(id);
 const log = $("log");
@@ -54,8 +55,9 @@ function headers() {
   return result;
 }
 
-function showNotice(text) {
+function showNotice(text, tone = "error") {
   notice.textContent = text;
+  notice.classList.toggle("notice-info", tone === "info");
   notice.hidden = false;
 }
 
@@ -264,7 +266,7 @@ async function errorText(response) {
   return `The server answered ${response.status}.`;
 }
 
-async function submit(text, extra = {}) {
+async function submit(text, extra = {}, replaced = null) {
   if (page.streaming) return;
   clearNotice();
   const event = submitEvent(page.sessionId, text, extra);
@@ -317,6 +319,9 @@ async function submit(text, extra = {}) {
     const snapshot = page.cursor.snapshot;
     if (snapshot && snapshot.payload.status === "error") failed = true;
     announce(stopped ? "Stopped." : failed ? "The answer failed." : "Answer complete.");
+    if (!stopped && !failed && replaced !== null && lastAssistantText(null) === replaced) {
+      showNotice(UNCHANGED, "info");
+    }
     if (stopped) setTimeout(resume, 400); // what the server saved of the stopped answer
   }
 }
@@ -367,7 +372,17 @@ function decide(toolCallId, decision) {
 
 function operate(kind, messageId) {
   const operation = messageId ? { kind, messageId } : { kind };
-  submit(`/${kind}`, { operation });
+  // A regenerated answer that comes back word for word (a chat without a model answers the
+  // same question the same way) says so instead of looking like nothing happened.
+  const replaced = kind === "regenerate" ? lastAssistantText(messageId) : null;
+  submit(`/${kind}`, { operation }, replaced);
+}
+
+function lastAssistantText(messageId) {
+  const snapshot = page.cursor.snapshot;
+  const messages = snapshot ? snapshot.payload.messages : [];
+  const found = messages.filter((m) => m.role === "assistant" && (!messageId || m.id === messageId));
+  return found.length ? found[found.length - 1].content : null;
 }
 
 function beginEdit(node, message) {
