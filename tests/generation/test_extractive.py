@@ -821,3 +821,64 @@ async def test_the_service_refuses_cited_positions_outside_the_sources() -> None
     events = [event.to_wire() async for event in (await service.stream({}, body)).events()]
     assert events[-1]["type"] == "error"
     assert not any(event["type"] == "tool" for event in events)
+
+
+# --- parts of one section, and values asked for by name -----------------------------------------
+
+#: One long section cut in two by the index: the sentence introducing the options, then the
+#: options themselves, both with the section's one link.
+COMPRESSION_PARTS = (
+    GroundedSource(
+        id="gzip-1",
+        title="Middleware › GZip",
+        href="/docs/middleware#gzip",
+        excerpt="Compresses responses for clients that accept gzip. The middleware skips "
+        "responses that already carry an encoding, and partial content responses, and "
+        "streaming responses of server-sent events.\n\nThe following arguments are supported:",
+    ),
+    GroundedSource(
+        id="gzip-2",
+        title="Middleware › GZip",
+        href="/docs/middleware#gzip",
+        excerpt="- `minimum_size` - Do not compress responses smaller than this. Defaults to "
+        "`500`.\n- `compresslevel` - Used during gzip compression, from 1 to 9. Defaults to "
+        "`9`.",
+    ),
+)
+
+
+def test_the_parts_of_one_section_are_read_as_one_section() -> None:
+    answer, cited = ExtractiveGenerator().compose_cited(
+        "Which arguments does the gzip middleware support?", COMPRESSION_PARTS
+    )
+    assert cited == (0,)
+    # The list follows the sentence that introduces it, though the index cut them apart.
+    assert "The following arguments are supported [1]:\n\n- `minimum_size`" in answer
+    assert "[2]" not in answer
+
+
+@pytest.mark.parametrize(
+    ("query", "stated"),
+    [
+        ("What compression level does the gzip middleware use?", "Defaults to `9`"),
+        ("Which status code does the server send for a large upload?", "413"),
+    ],
+    ids=["level", "status-code"],
+)
+def test_a_level_or_a_status_code_is_asked_for_as_a_value(query: str, stated: str) -> None:
+    gzip = source(
+        1,
+        "Gzip compression leaves alone responses that already use an encoding of their "
+        "own.\n\n- `compresslevel` - Used during gzip compression. Defaults to `9`.",
+    )
+    upload = source(
+        2,
+        "The server reads the body of each request, checks every large upload against the "
+        "configured limit, and streams what fits to the handler in chunks as they arrive. "
+        "Handlers see the chunks in order and may stop reading at any point, which closes "
+        "the connection once the response is sent back to the client that made it. "
+        "Over the limit, the upload gets status 413.",
+    )
+    answer = compose(query, gzip if "gzip" in query else upload, max_answer_chars=100)
+    # The passage stating the value leads, though another holds as many of the question's words.
+    assert stated in answer.split("\n\n")[1 if "level" in query else 0]

@@ -69,10 +69,12 @@ _SHORT_PARAGRAPH: Final = 320
 _MAX_CODE_LINES: Final = 40
 #: Beside its best passage, a section shows others at least this good, relative to the best.
 _GROUP_SHARE: Final = 0.3
-#: A question that asks for a quantity: "how many", "how long", "maximum", "which version".
+#: A question that asks for a quantity: "how many", "how long", "maximum", "which version",
+#: "which status code", "what compression level".
 _ASKS_QUANTITY: Final = re.compile(
     r"\bhow\s+(?:many|much|long|big|large|old|often|far|high|low|small|fast)\b|"
-    r"\b(?:max(?:imum)?|min(?:imum)?|limit|cap|ceiling|version|size|count|number)s?\b",
+    r"\b(?:max(?:imum)?|min(?:imum)?|limit|cap|ceiling|version|size|count|number|level|port"
+    r"|timeout|threshold|status\s+code)s?\b",
     re.IGNORECASE,
 )
 _NUMBER_TEXT: Final = """
@@ -384,7 +386,10 @@ def _composed(
     if not wanted or not sources:
         return []
     wanted = _wanted(query, wanted)
-    parsed = [_section(number, source) for number, source in enumerate(sources, start=1)]
+    parsed = _merged(
+        [_section(number, source) for number, source in enumerate(sources, start=1)],
+        [source.href for source in sources],
+    )
     chosen: list[tuple[_Section, bool]] = []  # each with whether to show its code
     clauses = _parts(query) if max_sections > 1 else []
     if len(clauses) > 1:
@@ -421,6 +426,22 @@ def _composed(
         shown.append((section, share, doing))
         used += size
     return shown
+
+
+def _merged(sections: list[_Section], hrefs: Sequence[str]) -> list[_Section]:
+    """``sections`` with the parts of one long section (sources with one link) joined into
+    the first of them, in their order: a list is not cut from the sentence introducing it."""
+    first: dict[str, _Section] = {}
+    kept: list[_Section] = []
+    for section, href in zip(sections, hrefs, strict=True):
+        earlier = first.get(href)
+        if earlier is None:
+            first[href] = section
+            kept.append(section)
+            continue
+        earlier.blocks = [*earlier.blocks, *section.blocks]
+        earlier.unit_terms = [*earlier.unit_terms, *section.unit_terms]
+    return kept
 
 
 def _best_for(ranked: Sequence[_Section], taken: set[int]) -> _Section | None:

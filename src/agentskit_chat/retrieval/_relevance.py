@@ -49,7 +49,7 @@ from agentskit_chat._terms import (
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import GroundedSource
 
-from ._page_kinds import about_changes, guides_first, is_change_log
+from ._page_kinds import guides_first, set_aside
 from ._results import RetrievedChunk
 
 if TYPE_CHECKING:
@@ -227,15 +227,6 @@ def topic_terms(terms: tuple[str, ...], site_terms: frozenset[str]) -> tuple[str
     return kept or terms
 
 
-def _without_change_logs(question: str, hits: list[RetrievedChunk]) -> list[RetrievedChunk]:
-    """``hits`` without change-log sections when others remain, unless the question is about
-    changes: an answer is built from the guides, and cites no release note beside them."""
-    if about_changes(question):
-        return hits
-    guides = [hit for hit in hits if not is_change_log(hit)]
-    return guides or hits
-
-
 #: How many sections are searched for each part of a question with parts.
 _PART_TOP_K = 3
 
@@ -299,7 +290,7 @@ class RelevantRetriever:
         context, clauses = question_clauses(question)
         if len(clauses) < 2:
             selected = self._rule.select(question, hits, self._weights, site_terms=self._site_terms)
-            return _without_change_logs(question, selected)
+            return set_aside(question, selected)
         names = name_terms(question)
         firsts: list[RetrievedChunk] = []
         parts = 0
@@ -329,7 +320,7 @@ class RelevantRetriever:
         merged: dict[str, RetrievedChunk] = {}
         for hit in (*firsts, *kept):
             merged.setdefault(hit.id, hit)
-        return _without_change_logs(question, list(merged.values()))
+        return set_aside(question, list(merged.values()))
 
     def question(self, query: str, earlier: Sequence[str] = ()) -> str:
         """The question searched for ``query``: a follow-up written out with the ``earlier``
