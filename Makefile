@@ -12,8 +12,11 @@ $(UV):
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check "uv>=0.5,<1"
 
+# Bytecode is compiled at install (the dependencies by uv, the project's own sources here), so
+# that the first `agentskit-chat` run does not compile every module it imports.
 $(VENV)/.synced: $(UV) pyproject.toml uv.lock
-	$(UV) sync --locked --extra dev --python $(PYTHON)
+	$(UV) sync --locked --extra dev --python $(PYTHON) --compile-bytecode
+	$(VENV)/bin/python -m compileall -q src
 	touch $@
 
 install: $(VENV)/.synced
@@ -42,6 +45,7 @@ bench: install
 	$(VENV)/bin/python bench/ask_quality.py
 	$(VENV)/bin/python bench/chat.py
 	$(VENV)/bin/python bench/storage.py
+	$(VENV)/bin/python bench/cli.py
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .mypy_cache .ruff_cache .pytest_cache

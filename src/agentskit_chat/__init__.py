@@ -105,7 +105,7 @@ if TYPE_CHECKING:
     )
     from .server import create_app, serve
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 # Re-exports load on first use, so importing one subpackage (say the protocol) stays light.
 _LAZY: dict[str, str] = {

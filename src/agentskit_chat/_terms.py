@@ -16,7 +16,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-import snowballstemmer
+from agentskit_chat._stemmer import english_stemmer
 
 __all__ = [
     "STOP_WORDS",
@@ -52,7 +52,7 @@ STOP_WORDS: Final = frozenset(_STOP_TEXT.split())
 _WORD: Final = re.compile(r"[^\W_]+")
 _TOKEN: Final = re.compile(r"[@\w][\w@/.:+-]*")
 _SENTENCE_END: Final = frozenset(".!?:")
-_STEMMER: Final = snowballstemmer.stemmer("english")
+_STEMMER: Final = english_stemmer()
 #: Where a question's clauses part: ", and", "; ", "and then", a second question mark.
 _CLAUSE: Final = re.compile(
     r",\s*(?:and|but|or)\s+|;\s+|\?\s+(?=\S)|\s+and\s+then\s+", re.IGNORECASE

@@ -18,7 +18,6 @@ from typer.testing import CliRunner, Result
 
 from agentskit_chat import assistant as assistant_package
 from agentskit_chat.assistant import NO_GROUNDED_SOURCES, AnswerOutcome
-from agentskit_chat.cli import _ask as ask_module
 from agentskit_chat.cli import app
 from agentskit_chat.protocol import decode_answer_response
 from tests.assistant._support import write_docs
@@ -189,7 +188,7 @@ def test_ask_agent_option_reaches_the_assistant(
         seen.append(options)
         return real(question, docs_dir, **options)
 
-    monkeypatch.setattr(ask_module, "ask_docs", spy)
+    monkeypatch.setattr(assistant_package, "ask_docs", spy)
     result = invoke(
         "ask",
         "How do I set the cache size?",

@@ -20,7 +20,7 @@ import pytest
 from anyio.from_thread import start_blocking_portal
 from typer.testing import CliRunner, Result
 
-from agentskit_chat.cli import _chat as chat_module
+from agentskit_chat import tui as tui_package
 from agentskit_chat.cli import app
 from tests.assistant._support import write_docs
 from tests.tui._support import EXACT_ANSWER, EXACT_QUESTION, docs_server
@@ -66,7 +66,7 @@ def test_options_reach_the_terminal_chat(tmp_path: Path, monkeypatch: pytest.Mon
         calls.append(options)
         return 0
 
-    monkeypatch.setattr(chat_module, "run_terminal_chat", fake)
+    monkeypatch.setattr(tui_package, "run_terminal_chat", fake)
     monkeypatch.delenv("AGENTSKIT_API_KEY", raising=False)
     remote = invoke("chat", "--url", "http://127.0.0.1:8000", "--api-key", "k", "--session", "s1")
     assert remote.exit_code == 0, remote.output

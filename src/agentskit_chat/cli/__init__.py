@@ -2,15 +2,18 @@
 
 Sub-commands are Typer apps kept in private modules and mounted here. Every command prints its
 results on stdout and its errors on stderr, and exits with 0 on success, 1 when the work failed
-and 2 when it was called the wrong way.
+and 2 when it was called the wrong way. Those modules import what a command needs (the
+assistant, the server, the terminal, the answer plane) only when it runs, so ``--version``,
+``--help`` and every other command start without them; ``tests/cli/test_startup.py`` checks it.
 """
 
 from __future__ import annotations
 
-from importlib.metadata import version
 from typing import Annotated
 
 import typer
+
+from agentskit_chat._version import __version__
 
 from ._artifact import artifact_app
 from ._ask import ask_command
@@ -42,7 +45,7 @@ app.command("completion")(completion_command)
 
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(version("agentskit-chat"))
+        typer.echo(__version__)
         raise typer.Exit()
 
 

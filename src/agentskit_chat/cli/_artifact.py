@@ -13,29 +13,23 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Final, NoReturn
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from agentskit_chat.answers._producer import (
-    ARTIFACT_FILE_NAME,
-    DEFAULT_ARTIFACT_HREF,
-    SITE_FILE_NAME,
-    ArtifactBuild,
-    build_local_knowledge_artifact,
-)
 from agentskit_chat.errors import BuildError
-from agentskit_chat.protocol import (
-    Diagnostic,
-    decode_deterministic_site_config,
-    verify_local_knowledge_artifact,
-)
-from agentskit_chat.protocol._time import epoch_ms
-from agentskit_chat.retrieval import read_docs_folder, write_artifact_build
+
+if TYPE_CHECKING:
+    from agentskit_chat.answers import ArtifactBuild
+    from agentskit_chat.protocol import Diagnostic
 
 __all__ = ["artifact_app"]
+
+# The answer plane's names (agentskit_chat.answers), spelled here so that the command line
+# starts without importing it; a test keeps them equal. The rest is imported when a command runs.
+ARTIFACT_FILE_NAME: Final = "knowledge.json"
+SITE_FILE_NAME: Final = "site.json"
+DEFAULT_ARTIFACT_HREF: Final = "/agentskit-chat.knowledge.json"
 
 artifact_app = typer.Typer(
     help="Build and verify the local knowledge artifact of exact answers.",
@@ -66,6 +60,15 @@ def _fail(message: str, code: int = 1) -> NoReturn:
 @contextmanager
 def _progress_bar() -> Iterator[Callable[[int, int], None] | None]:
     """A Rich progress bar on stderr while files are read, only when stderr is a terminal."""
+    from rich.console import Console  # noqa: PLC0415 - start-up time
+    from rich.progress import (  # noqa: PLC0415 - start-up time
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     console = Console(stderr=True)
     if not console.is_terminal:
         yield None
@@ -144,6 +147,9 @@ def build_command(  # noqa: PLR0917 (Typer maps parameters to options)
     ] = False,
 ) -> None:
     """Build knowledge.json and site.json from a folder of Markdown, all or nothing."""
+    from agentskit_chat.answers import build_local_knowledge_artifact  # noqa: PLC0415
+    from agentskit_chat.retrieval import read_docs_folder, write_artifact_build  # noqa: PLC0415
+
     try:
         folder = read_docs_folder(docs_dir)
         with _progress_bar() as progress:
@@ -190,6 +196,12 @@ def verify_command(
     ] = None,
 ) -> None:
     """Check an artifact against its site configuration, as a chat host does before trusting it."""
+    from agentskit_chat.protocol import (  # noqa: PLC0415 - start-up time
+        decode_deterministic_site_config,
+        verify_local_knowledge_artifact,
+    )
+    from agentskit_chat.protocol._time import epoch_ms  # noqa: PLC0415 - start-up time
+
     if directory is None and (artifact is None or site is None):
         _fail("give a folder, or both --artifact and --site", code=2)
     artifact_path = artifact if artifact is not None else Path(str(directory)) / ARTIFACT_FILE_NAME

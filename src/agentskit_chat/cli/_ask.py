@@ -9,25 +9,29 @@ way (a blank question).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Literal, NoReturn
 
 import typer
 
-from agentskit_chat.assistant import AnswerOutcome, DocsAgent, ask_docs
 from agentskit_chat.errors import (
     AskServiceError,
     BuildError,
     ConfigurationError,
     RetrievalError,
 )
-from agentskit_chat.protocol import ChoicesAnswer, ExactAnswer
 
-__all__ = ["ask_command", "render_answer"]
+if TYPE_CHECKING:
+    from agentskit_chat.assistant import AnswerOutcome
 
+__all__ = ["AgentChoice", "ask_command", "render_answer"]
+
+#: The agents ``--agent`` names: :data:`agentskit_chat.assistant.DocsAgent`, spelled here so
+#: that the command line starts without importing the assistant (a test keeps them equal).
+AgentChoice = Literal["writer", "analyst"]
 
 #: The ``--agent`` option of ``ask`` and ``serve``.
 AgentOption = Annotated[
-    DocsAgent | None,
+    AgentChoice | None,
     typer.Option(
         "--agent",
         help="Who answers with the model: 'writer' (streamed prose) or 'analyst' (an "
@@ -44,6 +48,8 @@ def _fail(message: str, code: int = 1) -> NoReturn:
 
 def render_answer(envelope: AnswerOutcome) -> str:
     """The envelope as terminal text: the Markdown and its sources, the choices, or the message."""
+    from agentskit_chat.protocol import ChoicesAnswer, ExactAnswer  # noqa: PLC0415 - start-up
+
     if isinstance(envelope, ExactAnswer):
         lines = [envelope.answer.markdown]
         if envelope.answer.citations:
@@ -78,6 +84,9 @@ def ask_command(
     agent: AgentOption = None,
 ) -> None:
     """Answer a question about a folder of Markdown: exactly, grounded, or not at all."""
+    # Imported when the command runs, so that --help and the other commands start fast.
+    from agentskit_chat.assistant import ask_docs  # noqa: PLC0415 - start-up time
+
     try:
         envelope = ask_docs(question, docs, model=model, agent=agent)
     except AskServiceError as error:

@@ -9,15 +9,14 @@ serve``. Ctrl+C quits with status 0.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, NoReturn
+from typing import TYPE_CHECKING, Annotated, Literal, NoReturn
 
-import anyio
 import typer
 
 from agentskit_chat.errors import ConfigurationError
-from agentskit_chat.protocol import TurnSnapshotCursor
-from agentskit_chat.server import ChatTarget, load_chat_target
-from agentskit_chat.tui import run_terminal_chat
+
+if TYPE_CHECKING:
+    from agentskit_chat.server import ChatTarget
 
 __all__ = ["chat_command"]
 
@@ -76,6 +75,11 @@ def chat_command(
     ] = None,
 ) -> None:
     """Chat in the terminal: with your chat (app.py:chat), a docs folder, or --url of a server."""
+    # Imported when the command runs, so that --help and the other commands start fast.
+    import anyio  # noqa: PLC0415 - start-up time
+
+    from agentskit_chat.protocol import TurnSnapshotCursor  # noqa: PLC0415 - start-up time
+
     if url is not None and target is not None:
         _fail("give a chat, a docs folder or --url, not more than one", 2)
     if url is not None and not url.startswith(("http://", "https://")):
@@ -95,6 +99,8 @@ def chat_command(
         if model is not None:
             _fail("--model applies to a docs folder; your chat chooses its own model", 2)
         try:
+            from agentskit_chat.server import load_chat_target  # noqa: PLC0415 - start-up
+
             # Imported here, before the screen opens, so an error in it reads as usual.
             definition = load_chat_target(target)
         except ConfigurationError as error:
@@ -109,6 +115,8 @@ def chat_command(
             _fail(f"{folder}: the docs folder does not exist or is not a folder{hint}", 2)
 
     async def chat() -> int:
+        from agentskit_chat.tui import run_terminal_chat  # noqa: PLC0415 - the tui extra
+
         return await run_terminal_chat(
             url=url,
             docs_dir=folder,

@@ -12,8 +12,6 @@ from typing import Annotated
 
 import typer
 
-from agentskit_chat.components import render_component_catalog_page
-
 __all__ = ["components_app"]
 
 #: Where the checked-in catalog page lives, relative to the project root.
@@ -50,6 +48,9 @@ def catalog_command(
     ] = False,
 ) -> None:
     """Print the Markdown catalog of the standard components, write it, or check it is current."""
+    # Imported when the command runs, so that --help and the other commands start fast.
+    from agentskit_chat.components import render_component_catalog_page  # noqa: PLC0415
+
     page = render_component_catalog_page().encode("utf-8")
     if check:
         path = output if output is not None else DEFAULT_CATALOG_PATH

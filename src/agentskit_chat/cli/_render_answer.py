@@ -14,7 +14,6 @@ from typing import Annotated
 
 import typer
 
-from agentskit_chat.answer_commit import render_answer
 from agentskit_chat.errors import AnswerCommitError
 
 __all__ = ["render_answer_command"]
@@ -42,6 +41,9 @@ def render_answer_command(
     ],
 ) -> None:
     """Print the final answer an answer_commit payload renders to (fields, table or unresolved)."""
+    # Imported when the command runs, so that --help and the other commands start fast.
+    from agentskit_chat.answer_commit import render_answer  # noqa: PLC0415 - start-up time
+
     text = _read(payload)
     if text is None:
         typer.echo("error: the payload file could not be read.", err=True)

@@ -24,7 +24,6 @@ import sys
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from importlib import resources
-from importlib.metadata import PackageNotFoundError, requires, version
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Final, Literal, get_args
@@ -107,6 +106,8 @@ def _normalized(name: str) -> str:
 
 def _taken_names() -> frozenset[str]:
     """Distribution names a project may not take: what it (or agentskit-chat) depends on."""
+    from importlib.metadata import PackageNotFoundError, requires  # noqa: PLC0415 - start-up
+
     names = {_normalized(name) for name in _PROJECT_DEPENDENCIES}
     try:
         for requirement in requires("agentskit-chat") or ():
@@ -144,6 +145,8 @@ def _title(name: str) -> str:
 
 
 def _agentskit_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - start-up
+
     try:
         return version("agentskit-chat")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree only

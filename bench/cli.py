@@ -1,0 +1,99 @@
+"""Command line start-up: ``agentskit-chat --version``, ``--help`` and ``ask`` in fresh processes.
+
+Run with ``.venv/bin/python bench/cli.py``. Every figure is the median wall time of
+``RUNS`` fresh processes (after ``WARMUP`` unmeasured ones, so the files are in the page cache
+and the bytecode is compiled, as after ``make install``), beside the floor measured in the
+same run: ``python -c pass`` with the same interpreter. Processes of the measurements take
+turns, so a busy moment of the machine falls on all of them alike.
+
+- ``--version`` and ``--help``: the command line alone (no sub-command's module imported);
+- ``ask`` over the project's ``docs/``: import, read the folder, build the artifact, chunk,
+  index, answer one question with the model-free generator. ``ask (index cached)`` runs with a
+  cache folder that a previous run filled (the usual case); ``ask (cold cache)`` with a fresh,
+  empty cache folder every time.
+
+The goals of issue 24 are printed beside each figure: ``--version`` at most 0.15 s and a cold
+``ask`` at most 0.4 s.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from _harness import cost_ratio
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+COMMAND = Path(sys.executable).with_name("agentskit-chat")
+QUESTION = "How are the chunks of a Markdown page ranked when a question is asked?"
+WARMUP = 2
+RUNS = 9
+
+#: (label, goal in seconds or None)
+GOALS = {"--version": 0.15, "ask (cold cache)": 0.4, "ask (index cached)": 0.4}
+
+
+def _wall(argv: Sequence[str], env: dict[str, str] | None = None) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, check=False, env=env)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"{' '.join(argv)} failed:\n{done.stderr.decode(errors='replace')}")
+    return elapsed
+
+
+def main() -> None:
+    if not COMMAND.exists():
+        sys.exit(f"{COMMAND} not found: run `make install` first")
+
+    cached = tempfile.mkdtemp(prefix="agentskit-bench-cache-")
+    base = {**os.environ, "AGENTSKIT_CACHE_DIR": cached}
+    for name in ("AGENTSKIT_MODEL", "AGENTSKIT_AGENT"):
+        base.pop(name, None)
+    ask = [str(COMMAND), "ask", QUESTION, "--docs", str(DOCS)]
+    cases: dict[str, tuple[list[str], bool]] = {
+        "floor: python -c pass": ([sys.executable, "-c", "pass"], False),
+        "--version": ([str(COMMAND), "--version"], False),
+        "--help": ([str(COMMAND), "--help"], False),
+        "ask (index cached)": (ask, False),
+        "ask (cold cache)": (ask, True),
+    }
+    samples: dict[str, list[float]] = {label: [] for label in cases}
+    try:
+        for round_ in range(WARMUP + RUNS):
+            for label, (argv, cold) in cases.items():
+                env = base
+                if cold:
+                    env = {**base, "AGENTSKIT_CACHE_DIR": tempfile.mkdtemp(prefix="agentskit-")}
+                elapsed = _wall(argv, env)
+                if cold:
+                    shutil.rmtree(env["AGENTSKIT_CACHE_DIR"], ignore_errors=True)
+                if round_ >= WARMUP:
+                    samples[label].append(elapsed)
+    finally:
+        shutil.rmtree(cached, ignore_errors=True)
+    medians = {label: statistics.median(values) for label, values in samples.items()}
+    floor = medians["floor: python -c pass"]
+    print(f"median of {RUNS} fresh processes, after {WARMUP} warm-up rounds")
+    header = f"{'measurement':<26} {'seconds':>9} {'floor':>9} {'ours/floor':>11} {'goal':>7}"
+    print(header)
+    print("-" * len(header))
+    for label, value in medians.items():
+        goal = GOALS.get(label)
+        mark = "-" if goal is None else f"{goal:.2f}" + (" ok" if value <= goal else " MISS")
+        ratio = cost_ratio(value, floor, higher_is_better=False)
+        print(f"{label:<26} {value:>9.3f} {floor:>9.3f} {ratio:>10.1f}x {mark:>7}")
+    print()
+    print("The floor starts the same interpreter and does nothing: what any Python command costs.")
+
+
+if __name__ == "__main__":
+    main()
