@@ -188,6 +188,7 @@ class DocsAssistant:
         self._limiter = HttpOnlyLimiter(
             rate_limiter or InMemoryRateLimiter(capacity=60, refill_per_second=5.0)
         )
+        self._new_sessions = HttpOnlyLimiter(None)
         self._relevance = relevance or RelevanceRule()
         self._href_prefix = href_prefix
         self._max_sources = max_sources
@@ -259,6 +260,7 @@ class DocsAssistant:
                 generator=generator,
                 session_store=self._store,
                 rate_limiter=self._limiter,
+                new_session_limiter=self._new_sessions,
                 on_metric=self._emit_metric,
             )
         except BaseException:
@@ -387,6 +389,16 @@ class DocsAssistant:
             return False
         await state.index.manifest()
         return True
+
+    def limit_new_sessions(self, limiter: RateLimiter | None) -> None:
+        """Hold HTTP callers to ``limiter`` whenever a question would start a stored
+        conversation (a ``session_store`` was given, and nothing is stored under the session
+        id yet); ``None`` lifts the bound. In-process questions (:meth:`ask`, the docs chat)
+        are never limited. Takes effect at once, open or not; the web app
+        (:func:`~agentskit_chat.server.create_docs_assistant_app`) sets it to its new-sessions
+        bucket per client.
+        """
+        self._new_sessions.use(limiter)
 
     def add_metric_sink(self, sink: MetricSink) -> None:
         """Also send every backend metric of the Ask service to ``sink`` (isolated)."""

@@ -71,10 +71,13 @@ class Caller:
     Attributes:
         transport: ``in-process`` for :meth:`DocsAssistant.ask`, ``http`` for the web app.
         subject_id: The stable subject (rate limits and stored conversations are per subject).
+        client: The client's address, as the web app's edge resolved it (whom its limits per
+            client count against); ``None`` when there is none.
     """
 
     transport: Literal["in-process", "http"]
     subject_id: str
+    client: str | None = None
 
 
 #: The caller of :meth:`DocsAssistant.ask` when none is given.
@@ -82,18 +85,28 @@ IN_PROCESS: Final = Caller("in-process", "local")
 
 
 class HttpOnlyLimiter:
-    """The rate limiter port: HTTP callers are limited, in-process calls never are."""
+    """The rate limiter port: HTTP callers are limited, in-process calls never are.
 
-    def __init__(self, limiter: RateLimiter) -> None:
+    Args:
+        limiter: What HTTP callers are held to; ``None`` allows everyone (until :meth:`use`
+            names a limiter).
+    """
+
+    def __init__(self, limiter: RateLimiter | None) -> None:
+        self._limiter = limiter
+
+    def use(self, limiter: RateLimiter | None) -> None:
+        """Hold HTTP callers to ``limiter`` from now on (``None``: allow everyone)."""
         self._limiter = limiter
 
     async def check(
         self, *, context: Any, site: BackendSiteConfig, subject_id: str
     ) -> RateLimitDecision:
         """Allow in-process callers; ask the wrapped limiter about everyone else."""
-        if isinstance(context, Caller) and context.transport == "in-process":
+        limiter = self._limiter
+        if limiter is None or (isinstance(context, Caller) and context.transport == "in-process"):
             return RateLimitDecision(allowed=True)
-        return await self._limiter.check(context=context, site=site, subject_id=subject_id)
+        return await limiter.check(context=context, site=site, subject_id=subject_id)
 
 
 def subject_of(context: Any) -> str:

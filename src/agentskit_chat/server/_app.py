@@ -372,6 +372,7 @@ def create_app(
         exception_handlers={404: not_found, 405: method_not_allowed},
     )
     app.state.chat_site = site
+    app.state.edge_limiter = limiter  # the docs assistant's new Ask conversations share it
     app.add_middleware(Guard, gate=gate)
     if hosts is not None:
         rule = HostRule(hosts)

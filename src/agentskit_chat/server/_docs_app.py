@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Final
 from agentskit_chat.assistant import Caller, DocsAssistant
 from agentskit_chat.errors import AskServiceError
 from agentskit_chat.protocol._decode import NOT_JSON, as_text, parse_candidate
-from agentskit_chat.service import Authenticated, AuthResult, Refused
+from agentskit_chat.service import Authenticated, AuthResult, RateLimitDecision, Refused
 from agentskit_chat.storage import ChatStores, open_chat_stores
 
 from ._asgi import (
@@ -52,7 +52,7 @@ from ._body import (
     check_body_timeout,
 )
 from ._docs_chat import docs_chat_target
-from ._edge import RateLimits
+from ._edge import EdgeLimiter, RateLimits, client_identity
 from ._errors import send_case, send_service_error
 from ._web_page import DocsPages
 
@@ -83,7 +83,7 @@ class _AskRoute:
         verdict = self._gate.admit(scope)
         if verdict is None:
             return Refused(self._gate.refuse_app)
-        return Authenticated(Caller("http", verdict))
+        return Authenticated(Caller("http", verdict, client_identity(scope)))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not self._assistant.is_open:
@@ -147,7 +147,7 @@ class _AnswerRoute:
             return
         try:
             envelope = await self._assistant.answer_for(
-                question, Caller("http", verdict), session_id=session_id
+                question, Caller("http", verdict, client_identity(scope)), session_id=session_id
             )
         except AskServiceError as error:
             await send_service_error(scope, send, error)
@@ -155,6 +155,20 @@ class _AnswerRoute:
         await send_response(
             scope, send, 200, [_JSON, _NOSNIFF], envelope.to_json().encode("utf-8", "surrogatepass")
         )
+
+
+class _NewSessionsPerClient:
+    """The rate limiter port over the edge's new-sessions bucket: a new stored Ask
+    conversation takes a token of its client's bucket, the one ``/api/chat`` new sessions
+    take from."""
+
+    def __init__(self, limiter: EdgeLimiter) -> None:
+        self._limiter = limiter
+
+    async def check(self, *, context: object, site: object, subject_id: str) -> RateLimitDecision:
+        """One token of the caller's client address (``unknown`` without one)."""
+        client = context.client if isinstance(context, Caller) else None
+        return await self._limiter.take("sessions", client or "unknown")
 
 
 def _metrics_app(assistant: DocsAssistant) -> PrometheusMetricsApp:
@@ -208,7 +222,10 @@ def create_docs_assistant_app(
             stores' ``ask_sessions`` so that every worker shares everything.
         chat_timeout: The deadline of one chat turn, in seconds.
         rate_limits: The limits per client of ``/api/chat``, ``/api/ask`` and ``/api/answer``
-            together, and of new conversations (see :func:`~agentskit_chat.server.create_app`;
+            together, and of new conversations: a new chat session, and a question to
+            ``/api/ask`` or ``/api/answer`` that starts an Ask conversation the assistant's
+            ``session_store`` keeps, take from one bucket (see
+            :func:`~agentskit_chat.server.create_app`;
             give ``RateLimits(redis_url=...)`` to share them between workers). ``None`` turns
             them off (the assistant's own Ask limiter still applies to ``/api/ask``).
         allowed_hosts: The ``Host`` names clients may use (see ``create_app``); by default,
@@ -247,7 +264,7 @@ def create_docs_assistant_app(
         owns_stores=stores is None,
         open_on_first_use=lambda: assistant.is_open,
     )
-    return create_app(
+    app = create_app(
         site,
         api_key=key,
         timeout=chat_timeout,
@@ -263,3 +280,6 @@ def create_docs_assistant_app(
         allowed_hosts=allowed_hosts,
         forwarded_allow_ips=forwarded_allow_ips,
     )
+    limiter: EdgeLimiter | None = app.state.edge_limiter
+    assistant.limit_new_sessions(None if limiter is None else _NewSessionsPerClient(limiter))
+    return app

@@ -166,6 +166,11 @@ class AskService:
         session_store: Revisioned CAS storage of conversations, used when the site requires
             persistence. Optional.
         rate_limiter: Consulted before the body is read. Optional (everything allowed).
+        new_session_limiter: Consulted when a request would start a stored conversation (the
+            site requires persistence and the store holds nothing under its session key),
+            after the history is loaded; a refusal is the same 429 ``ASK_RATE_LIMITED`` with
+            ``retry-after``, and nothing is stored. Bounds how many conversations one caller
+            can make the store keep. Optional (every new conversation allowed).
         on_metric: Receives each validated metric (isolated: what it raises is ignored).
         max_body_bytes: The body limit.
         bootstrap_timeout_ms: The deadline of authentication and site resolution.
@@ -187,6 +192,7 @@ class AskService:
         generator: Generator,
         session_store: AskSessionStore | None = None,
         rate_limiter: RateLimiter | None = None,
+        new_session_limiter: RateLimiter | None = None,
         on_metric: MetricSink | None = None,
         max_body_bytes: int = 65536,
         bootstrap_timeout_ms: int = 30000,
@@ -202,6 +208,7 @@ class AskService:
         self._generator = generator
         self._store = session_store
         self._rate_limiter = rate_limiter
+        self._new_session_limiter = new_session_limiter
         self._on_metric = on_metric
         self._max_body_bytes = max_body_bytes
         self._bootstrap_seconds = bootstrap_timeout_ms / 1000
@@ -473,15 +480,7 @@ class AskService:
         metrics = call.metrics
         assert metrics is not None
         if self._rate_limiter is not None:
-            decision = await self._rate_limiter.check(
-                context=context, site=site, subject_id=subject_id
-            )
-            if not isinstance(decision, RateLimitDecision):
-                raise _internal()
-            if decision.allowed is not True:
-                retry = decision.retry_after_seconds
-                valid_retry = type(retry) is int and 0 <= retry <= MAX_SAFE_INTEGER
-                raise _case("rate_limited", retry_after=retry if valid_retry else None)
+            await _check_limit(self._rate_limiter, context, site, subject_id)
 
         request = await read_request()
         if request.messages[-1].role != "user":
@@ -514,6 +513,10 @@ class AskService:
                 stored_revision = record.value.revision
                 messages = _merge(record.value.messages, request.messages[-1])
             metrics.record("persistence.total_ms", metrics.elapsed_ms(started))
+            if loaded is None and self._new_session_limiter is not None:
+                # This request would start a conversation the store keeps: the host bounds
+                # how many one caller may start, so a client cannot fill the store.
+                await _check_limit(self._new_session_limiter, context, site, subject_id)
 
         query = js_trim(messages[-1].content)
         if not query:
@@ -546,6 +549,19 @@ class AskService:
             metrics=metrics,
             request_deadline=call.request_deadline,
         )
+
+
+async def _check_limit(
+    limiter: RateLimiter, context: Any, site: BackendSiteConfig, subject_id: str
+) -> None:
+    """Raise the rate-limited case (with a valid ``retry-after``) when ``limiter`` refuses."""
+    decision = await limiter.check(context=context, site=site, subject_id=subject_id)
+    if not isinstance(decision, RateLimitDecision):
+        raise _internal()
+    if decision.allowed is not True:
+        retry = decision.retry_after_seconds
+        valid_retry = type(retry) is int and 0 <= retry <= MAX_SAFE_INTEGER
+        raise _case("rate_limited", retry_after=retry if valid_retry else None)
 
 
 def _merge(stored: tuple[AskMessage, ...], question: AskMessage) -> tuple[AskMessage, ...]:
