@@ -6,7 +6,7 @@ VENV := .venv
 export UV_PYTHON_DOWNLOADS := never
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: install serve test lint typecheck pytest bench clean
+.PHONY: install serve test lint typecheck pytest bench soak clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -46,6 +46,11 @@ bench: install
 	$(VENV)/bin/python bench/chat.py
 	$(VENV)/bin/python bench/storage.py
 	$(VENV)/bin/python bench/cli.py
+
+# Two chat workers under 32 clients for AGENTSKIT_SOAK_MINUTES (10 by default); exits 1 on an
+# error or on worker memory growth of 5 % or more (docs/operations.md).
+soak: install
+	$(VENV)/bin/python bench/soak.py
 
 clean:
 	rm -rf $(VENV) $(TOOLS) .mypy_cache .ruff_cache .pytest_cache
