@@ -8,8 +8,11 @@ Starlette host mounts:
 - ``POST /api/chat`` and ``GET /api/chat?sessionId=``: the turn protocol, with sessions and
   messages in one :class:`~agentskit_chat.storage.ChatStores` backend, so any worker can take
   any turn;
-- ``GET /healthz``: readiness (the definition is open, and every check given in ``checks``
-  passes).
+- ``GET /healthz``: readiness (the definition is open, the store answers a round trip within
+  two seconds, and every check given in ``checks`` passes);
+- ``GET /metrics``: the chat's metrics for Prometheus (turns, outcomes, latency, store errors,
+  busy and rate-limited refusals, 5xx responses), and its 5xx responses, failed turns and
+  store errors as log records (:mod:`agentskit_chat.server._observe`).
 
 Every route but ``/``, ``/static/...`` and ``/healthz`` follows one rule: with an API key,
 clients send ``Authorization: Bearer <key>``; without one, only loopback clients are served
@@ -48,7 +51,9 @@ from ._edge import (
     redis_store_url,
 )
 from ._healthz import HealthCheck, create_healthz_app
+from ._observe import Observe, Watch
 from ._target import ChatTarget, ChatTargetHolder
+from ._watched_stores import WatchedMemory, WatchedSessions, ping_store
 from ._web_page import (
     PageBundle,
     StaticAssets,
@@ -59,6 +64,7 @@ from ._web_page import (
 )
 
 if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
     from starlette.applications import Starlette
     from starlette.routing import BaseRoute
 
@@ -70,6 +76,8 @@ _PUBLIC: Final = frozenset({"/", "/healthz"})
 _PUBLIC_PREFIXES: Final = ("/static/",)
 #: Routes that authenticate themselves, after their protocol's method and media checks.
 _SELF_AUTHENTICATED: Final = frozenset({"/api/ask", "/api/chat"})
+#: The deadline of ``/healthz``'s round trip to the store, in seconds.
+STORE_PING_TIMEOUT: Final = 2.0
 
 
 class Guard:
@@ -249,8 +257,9 @@ def create_app(
     rate_limits: RateLimits | None = RateLimits(),  # noqa: B008 - frozen, never mutated
     allowed_hosts: Sequence[str] | None = None,
     forwarded_allow_ips: Sequence[str] = (),
+    metrics_registry: CollectorRegistry | None = None,
 ) -> Starlette:
-    """Serve a chat definition: its page, the turn protocol, storage and health.
+    """Serve a chat definition: its page, the turn protocol, storage, health and metrics.
 
     Args:
         target: A :class:`~agentskit_chat.conversation.ChatDefinition`, or a zero-argument
@@ -287,6 +296,9 @@ def create_app(
             ``X-Forwarded-For`` names the client, for the loopback rule and the rate limits;
             by default none: the socket peer is the client, and a request carrying a
             forwarding header is never taken for a loopback client.
+        metrics_registry: The ``prometheus_client`` registry the chat's metrics are
+            registered in and ``/metrics`` serves (a route named ``/metrics`` in ``routes``
+            takes its place); by default one of this app's own.
 
     Raises:
         ConfigurationError: the target is neither a definition nor a function, a blank key, an
@@ -334,31 +346,44 @@ def create_app(
             return Refused(gate.refuse_app)
         return Authenticated(Caller("http", verdict))
 
-    def memory(context: Any, session_id: str) -> ChatMemory:
-        return site.stores.memory(session_id)
+    from prometheus_client import CollectorRegistry  # noqa: PLC0415 - the server extra
 
-    sessions_of = site.stores
+    from ._prometheus import create_prometheus_metrics_app  # noqa: PLC0415
+
+    registry = CollectorRegistry() if metrics_registry is None else metrics_registry
+    watch = Watch(registry, site.stores.backend)
+    sessions = WatchedSessions(site.stores.sessions, watch)
+
+    def memory(context: Any, session_id: str) -> ChatMemory:
+        return WatchedMemory(site.stores.memory(session_id), watch)
+
     limiter = (
         None if rate_limits is None else EdgeLimiter(rate_limits, redis_url=redis_store_url(store))
     )
     if limiter is not None:
         site.close_with(limiter.aclose)
+        limiter.on_error = watch.rate_limiter_error
 
     chat = create_chat_app(
         authenticate=authenticate or gate_authenticate,
         resolve_definition=lambda context, session_id: site.current_definition(),
-        session_storage=lambda context: sessions_of.sessions,
+        session_storage=lambda context: sessions,
         chat_memory=memory,
         timeout=timeout,
         new_session_limit=None if limiter is None else new_session_limit(limiter),
     )
+    chat.watch = watch
+
+    async def store_ready() -> None:
+        with anyio.fail_after(STORE_PING_TIMEOUT):
+            await ping_store(site.stores, watch)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with site:
             yield
 
-    health: dict[str, HealthCheck] = {"chat": site.ensure_open}
+    health: dict[str, HealthCheck] = {"chat": site.ensure_open, "store": store_ready}
     health.update(checks or {})
     app = Starlette(
         routes=[
@@ -367,6 +392,7 @@ def create_app(
             *routes,
             Route("/api/chat", chat),
             Route("/healthz", create_healthz_app(health)),
+            Route("/metrics", create_prometheus_metrics_app(registry)),
         ],
         lifespan=lifespan,
         exception_handlers={404: not_found, 405: method_not_allowed},
@@ -381,4 +407,5 @@ def create_app(
     else:
         rule = HostRule(None)
     app.add_middleware(Edge, hosts=rule, proxies=proxies, limiter=limiter)
+    app.add_middleware(Observe, watch=watch)  # outermost: it sees the edge's answers too
     return app

@@ -6,8 +6,10 @@ type (415), the host's ``authenticate`` (before a byte of the body is read), the
 :func:`~agentskit_chat.conversation.resume_chat_session`, and a turn lease claimed through the
 storage's compare-and-set (409 when another turn holds the session or the turn id already
 finished). Only then does a controller run. Its states are streamed as full snapshots, one
-NDJSON line each, coalesced to the newest while the client is not reading; the session is
-saved before every line, so ``sequence`` is the stored cursor and never goes back.
+NDJSON line each, coalesced to the newest while the client is not reading. Lines are numbered
+from sequences a session save reserved below the stored cursor (saved for the first line, when
+the numbers run out, and at least once a second, not for every line), so ``sequence`` never
+goes back and whatever comes after a stream (a later turn, a ``GET``) is numbered above it.
 
 One deadline covers the whole request; it and a client that goes away stop the controller.
 Cleanup runs once on every path: it waits (bounded) for the turn to settle, saves the messages
@@ -74,6 +76,7 @@ from ._chat_approvals import decision_operation, record_waiting_calls
 from ._chat_interactions import accept_interaction, find_shown_frame
 from ._chat_operations import OPERATION_UNAVAILABLE_MESSAGE, operation_target, turn_operation
 from ._history import compact_history, exceeds_record_limits
+from ._observe import TurnEvents, note_error
 
 __all__ = [
     "ChatApp",
@@ -137,6 +140,12 @@ _INVALID_EVENT: Final = "Request body must be a valid turn submission."
 _INVALID_QUERY: Final = "The query must name one valid sessionId."
 #: The turn id of a resumed snapshot of a session that has not finished a turn yet.
 _RESUME_TURN_ID: Final = "resume"
+#: How many line sequences one session save reserves for a turn's stream: its lines are
+#: numbered below the stored cursor without a save per line.
+_RESERVED_SEQUENCES: Final = 64
+#: The longest a streaming turn goes without saving its session (a takeover by another worker
+#: or a changed session is found within this bound), in seconds.
+_SAVE_INTERVAL_S: Final = 1.0
 _ACTION_FORBIDDEN: Final = "This action is not allowed."
 _ACTION_INVALID: Final = "This action cannot be proposed."
 
@@ -199,6 +208,31 @@ def _aborted(reason: _Reason) -> _Failure:
     if reason == "timeout":
         return _Failure(408, "SERVER_TIMEOUT", _TIMEOUT, retryable=True)
     return _Failure(499, "REQUEST_CANCELLED", _CANCELLED, retryable=True)
+
+
+def _outcome(error: BaseException) -> str:
+    """The turn-metrics outcome of a turn that failed with ``error`` after it started."""
+    if isinstance(error, SessionConflictError):
+        return "conflict"
+    if isinstance(error, ConversationTooLargeError):
+        return "too_large"
+    if isinstance(error, StorageError | TimeoutError):
+        return "store_error"  # a store call failed, or its cleanup bound cut it off
+    return "failed"
+
+
+@dataclass(slots=True)
+class _Lease:
+    """The lease a request claimed, for a release retried after the response when the store
+    failed while releasing it (``outcome`` ``None``: give it back, the turn never ran)."""
+
+    definition: ChatDefinition
+    storage: SessionStorage
+    session_id: str
+    turn_id: str
+    expires_at: float
+    outcome: Literal["completed", "indeterminate"] | None = None
+    unreleased: bool = False
 
 
 def _diagnostic(failure: _Failure) -> dict[str, Any]:
@@ -359,9 +393,18 @@ class _Turn:
         lineage: Mapping[str, str] = _SUBMIT_LINEAGE,
         abort: _Abort,
         group: anyio.abc.TaskGroup,
+        lease: _Lease | None = None,
     ) -> None:
         self._app = app
         self._operation = operation
+        #: The claimed lease, marked ``unreleased`` when cleanup could not release it.
+        self.lease = lease
+        #: The turn's final state, sent only once cleanup stored the turn.
+        self.final: ChatState | None = None
+        #: How the turn ended, for the metrics (``None`` until it did), and why it failed.
+        self.outcome: str | None = None
+        self.error: BaseException | None = None
+        self.code: str | None = None
         #: The snapshot's lineage: how this turn's answer came about.
         self.lineage = lineage
         #: A refusal of the turn's action, told to the client in the stream.
@@ -383,6 +426,9 @@ class _Turn:
         self._cleanup_error: BaseException | None = None
         self.pump_finished = anyio.Event()
         self.pump_scope: anyio.CancelScope | None = None
+        self._numbered = 0  # the sequence of the last line numbered from a reservation
+        self._line_sequence: int | None = None  # reserved for the line being written
+        self._saved_at: float | None = None  # when the stream last saved the session
         self._unsubscribe = controller.subscribe(self._on_state)
         abort.listeners.append(self._on_abort)
 
@@ -427,6 +473,37 @@ class _Turn:
             self._settled.set()
             self._wake.set()
 
+    async def reserve_sequence(self) -> None:
+        """Number the next streamed line below the stored cursor.
+
+        The session is saved (with :data:`_RESERVED_SEQUENCES` numbers reserved past its
+        cursor) for the turn's first line, when the reserved numbers run out, and at least
+        every :data:`_SAVE_INTERVAL_S`; other lines take the next reserved number without a
+        save. Every line's sequence is below the stored cursor, so a later turn, or a
+        ``GET`` after a cut stream, is numbered above everything this stream sent.
+
+        Raises:
+            SessionConflictError: the stored session changed (another worker took it over).
+        """
+        cursor = self.session.get_cursor()
+        saved_at = self._saved_at
+        if (
+            saved_at is None
+            or self._numbered + 1 >= cursor
+            or anyio.current_time() - saved_at >= _SAVE_INTERVAL_S
+        ):
+            await self.session.persist(ahead=_RESERVED_SEQUENCES)
+            self._saved_at = anyio.current_time()
+            self._numbered = max(self._numbered, cursor)
+        self._numbered += 1
+        self._line_sequence = self._numbered
+
+    def take_sequence(self) -> int:
+        """The sequence of the line being written: its reserved number, or the stored cursor
+        for a line written without a reservation (the final one, once the turn is stored)."""
+        reserved, self._line_sequence = self._line_sequence, None
+        return self.session.get_cursor() if reserved is None else reserved
+
     async def wait(self) -> None:
         """Until there is a state to send, the turn is done, or the request was aborted."""
         while self.pending is None and not self.done and self._abort.reason is None:
@@ -468,7 +545,7 @@ class _Turn:
             # Aborted before the model ran: the turn did nothing, so it may be submitted again.
             self._settle_choice(self.controller.state, lost=True)
             await self._app.close_memory(self._memory)
-            await self._app.give_back(self.session, self.submission.turn_id, None)
+            await self._app.give_back(self.session, self.submission.turn_id, None, self.lease)
             return
         with anyio.move_on_after(bound):
             await self._settled.wait()
@@ -484,6 +561,7 @@ class _Turn:
         except BaseException:
             self._settle_choice(state, lost=True)
             await self._app.close_memory(self._memory)
+            self._unreleased("indeterminate")  # released after the response, when it can be
             raise
         outcome: Literal["completed", "indeterminate"] = "completed"
         failure: BaseException | None = None
@@ -505,10 +583,19 @@ class _Turn:
         try:
             with anyio.fail_after(bound):
                 await self.session.release_turn(self.submission.turn_id, outcome)
+        except BaseException:
+            self._unreleased(outcome)
+            raise
         finally:
             await self._app.close_memory(self._memory)
         if failure is not None:
             raise failure
+
+    def _unreleased(self, outcome: Literal["completed", "indeterminate"]) -> None:
+        """The store failed before the lease was released: release it after the response."""
+        if self.lease is not None:
+            self.lease.outcome = outcome
+            self.lease.unreleased = True
 
     def _choice_succeeded(self, state: ChatState) -> bool:
         return (
@@ -543,6 +630,8 @@ class ChatApp:
         max_body_bytes: The largest body read.
         lease_ms: How long a claimed turn holds its session (timeout plus three cleanup
             bounds), in milliseconds.
+        watch: What turns report (their start, outcome and duration, a lease released late);
+            ``create_app`` sets its log records and metrics here. Nothing by default.
     """
 
     def __init__(
@@ -582,6 +671,7 @@ class ChatApp:
         self._create_id = create_id or _new_id
         self._new_session_limit = new_session_limit
         self._request_class = request_class("chat app")
+        self.watch = TurnEvents()
 
     # --- the request ----------------------------------------------------------------------
 
@@ -637,6 +727,7 @@ class ChatApp:
             await self._send_error(scope, send, _aborted("timeout"))
             return
         except Exception as error:
+            note_error(scope, error)
             await self._send_error(scope, send, _classify(error))
             return
         try:
@@ -701,6 +792,8 @@ class ChatApp:
         group: anyio.abc.TaskGroup,
     ) -> None:
         turn: _Turn | Exception | None = None
+        start = anyio.current_time()
+        leases: list[_Lease] = []
         with anyio.CancelScope() as prestream:
 
             def cancel_prestream(_reason: _Reason) -> None:
@@ -708,7 +801,7 @@ class ChatApp:
 
             abort.listeners.append(cancel_prestream)
             try:
-                turn = await self._prepare(scope, body, abort, group)
+                turn = await self._prepare(scope, body, abort, group, leases)
             except Exception as error:
                 turn = error
             finally:
@@ -720,15 +813,27 @@ class ChatApp:
             # Deadline or client gone before the stream started; a turn made meanwhile is
             # already being cleaned up by its abort listener.
             await self._send_error(scope, send, _aborted(abort.reason or "timeout"))
-            return
-        if isinstance(turn, Exception):
+        elif isinstance(turn, Exception):
+            note_error(scope, turn)
             await self._send_error(scope, send, _classify(turn))
-            return
-        group.start_soon(turn.run)
-        await self._stream(send, turn, abort)
+        else:
+            self.watch.turn_started()
+            group.start_soon(turn.run)
+            await self._stream(send, turn, abort)
+            elapsed = anyio.current_time() - start
+            self.watch.turn_finished(
+                turn.outcome or "cancelled", elapsed, error=turn.error, code=turn.code
+            )
+        for lease in leases:
+            await self._release_late(lease)
 
     async def _prepare(
-        self, scope: Scope, body: RequestBody, abort: _Abort, group: anyio.abc.TaskGroup
+        self,
+        scope: Scope,
+        body: RequestBody,
+        abort: _Abort,
+        group: anyio.abc.TaskGroup,
+        leases: list[_Lease],
     ) -> _Turn:
         context = await self._admit(scope)
         submission, candidate = await self._read_submission(body)
@@ -741,10 +846,16 @@ class ChatApp:
         if session.get_cursor() == 0:
             await self._admit_new_session(scope)  # nothing stored yet: the claim creates it
         before = session.active_turn
+        lease = _Lease(
+            definition, storage, session_id, turn_id, anyio.current_time() + self.lease_ms / 1000
+        )
+        leases.append(lease)
         try:
             claimed = await session.claim_turn(turn_id, self.lease_ms)
-        except BaseException:
-            await self.give_back(session, turn_id, before)
+        except BaseException as error:
+            if isinstance(error, StorageError):
+                lease.unreleased = True  # the claim may have been stored all the same
+            await self.give_back(session, turn_id, before, lease)
             raise
         if not claimed:
             _refuse_replay(session, turn_id)  # its own lease had expired: now indeterminate
@@ -819,11 +930,12 @@ class ChatApp:
                 lineage=lineage,
                 abort=abort,
                 group=group,
+                lease=lease,
             )
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self.close_memory(memory)
-                await self.give_back(session, turn_id, before)
+                await self.give_back(session, turn_id, before, lease)
             raise
 
     async def _admit_new_session(self, scope: Scope) -> None:
@@ -922,16 +1034,68 @@ class ChatApp:
         )
         return chosen, _Choice(result, shown.frame.instance_id), None
 
-    async def give_back(self, session: ChatSession, turn_id: str, before: object) -> None:
-        """Clear a lease this request claimed for a turn that never ran (bounded)."""
+    async def give_back(
+        self, session: ChatSession, turn_id: str, before: object, lease: _Lease | None = None
+    ) -> None:
+        """Clear a lease this request claimed for a turn that never ran (bounded); when the
+        store fails, ``lease`` is given back after the response."""
         active = session.active_turn
         if active is None or active is before or active.turn_id != turn_id:
             return
+        given = False
         with anyio.CancelScope(shield=True), anyio.move_on_after(self.cleanup_timeout):
             try:
                 await session.abandon_turn(turn_id)
+                given = True
             except Exception:
-                return
+                pass
+        if not given and lease is not None:
+            lease.outcome = None
+            lease.unreleased = True
+
+    async def _release_late(self, lease: _Lease) -> None:
+        """Release ``lease`` once the store answers again (retried from a freshly loaded
+        session, every half second at most), until the lease would have expired anyway."""
+        if not lease.unreleased:
+            return
+        start = anyio.current_time()
+        attempts = 0
+        pause = 0.1
+        while True:
+            attempts += 1
+            try:
+                with anyio.fail_after(self.cleanup_timeout):
+                    released = await self._release_stored(lease)
+            except Exception:
+                if anyio.current_time() + pause >= lease.expires_at:
+                    self.watch.lease_released(
+                        attempts=attempts, seconds=anyio.current_time() - start, released=False
+                    )
+                    return
+                await anyio.sleep(pause)
+                pause = min(pause * 2, 0.5)
+                continue
+            lease.unreleased = False
+            if released:
+                self.watch.lease_released(
+                    attempts=attempts, seconds=anyio.current_time() - start, released=True
+                )
+            return
+
+    async def _release_stored(self, lease: _Lease) -> bool:
+        """Release ``lease`` in the stored session, if it still holds it (an earlier write
+        whose answer was lost may have released it already)."""
+        session = await _resume(
+            lease.definition, session_id=lease.session_id, storage=lease.storage, now=self._now
+        )
+        active = session.active_turn
+        if active is None or active.turn_id != lease.turn_id:
+            return False
+        if lease.outcome is None:
+            await session.abandon_turn(lease.turn_id)
+        else:
+            await session.release_turn(lease.turn_id, lease.outcome)
+        return True
 
     async def close_memory(self, memory: ChatMemory | None) -> None:
         """Close a memory the host made for one request (errors ignored)."""
@@ -968,23 +1132,42 @@ class ChatApp:
             while True:
                 await turn.wait()
                 if abort.reason is not None:
+                    turn.outcome, turn.code = abort.reason, _aborted(abort.reason).code
                     await self._line(send, self._diagnostic_line(turn, _aborted(abort.reason)))
                     await turn.cleanup_quietly(stop=True)
                     break
                 state = turn.pending
                 if state is not None:
                     turn.pending = None
-                    await turn.session.persist()
+                    if _status(state) != "streaming":
+                        # A final state is sent once cleanup stored the turn: a stream cut
+                        # before that never shows the client a turn as complete.
+                        turn.final = state
+                        continue
+                    turn.final = None
+                    await turn.reserve_sequence()
                     await self._line(send, self._snapshot_line(turn, state))
                     continue
+                await turn.cleanup(stop=False)
+                final = turn.final
+                if final is not None:
+                    await self._line(send, self._snapshot_line(turn, final))
                 if turn.failure is not None:
                     await self._line(send, self._diagnostic_line(turn, turn.failure))
-                await turn.cleanup(stop=False)
+                turn.outcome = (
+                    "refused"
+                    if turn.failure is not None
+                    else "error"
+                    if final is not None and final.status == "error"
+                    else "completed"
+                )
                 break
         except OSError:
             raise
         except Exception as error:
             failure = _aborted(abort.reason) if abort.reason else _classify(error)
+            turn.outcome = abort.reason or _outcome(error)
+            turn.error, turn.code = error, failure.code
             try:
                 await self._line(send, self._diagnostic_line(turn, failure))
             finally:
@@ -1010,7 +1193,7 @@ class ChatApp:
             event_id=self._create_id(),
             session_id=turn.submission.session_id,
             turn_id=turn.submission.turn_id,
-            sequence=turn.session.get_cursor(),
+            sequence=turn.take_sequence(),
             emitted_at=self._now(),
             messages=[message.to_record() for message in state.messages],
             status=_status(state),

@@ -12,7 +12,7 @@ One Starlette app:
 - ``POST /api/chat``: the assistant as a chat (``agentskit.chat.turn`` v1: one
   ``client.turn.submit`` in, ``server.turn.snapshot`` lines out), exact answers first, with
   sessions and messages in the app's :class:`~agentskit_chat.storage.ChatStores`;
-- ``GET /metrics``: the Ask service's metrics for Prometheus;
+- ``GET /metrics``: the Ask service's and the chat's metrics for Prometheus;
 - ``GET /healthz``: readiness, and nothing else (``{"status":"ok"}``, or ``503`` naming the
   failing check): the one route open to every client, so a load balancer can probe it.
 
@@ -57,9 +57,8 @@ from ._errors import send_case, send_service_error
 from ._web_page import DocsPages
 
 if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
     from starlette.applications import Starlette
-
-    from ._prometheus import PrometheusMetricsApp
 
 __all__ = ["MAX_ANSWER_BODY", "create_docs_assistant_app"]
 
@@ -171,11 +170,10 @@ class _NewSessionsPerClient:
         return await self._limiter.take("sessions", client or "unknown")
 
 
-def _metrics_app(assistant: DocsAssistant) -> PrometheusMetricsApp:
-    """A Prometheus endpoint over a registry of this app's own, fed by the assistant."""
+def _metrics_registry(assistant: DocsAssistant) -> CollectorRegistry:
+    """A Prometheus registry of this app's own, fed by the assistant (``create_app`` adds the
+    chat's metrics and serves it at ``/metrics``)."""
     from agentskit_chat.ops import OpenTelemetryMetricSink  # noqa: PLC0415
-
-    from ._prometheus import create_prometheus_metrics_app  # noqa: PLC0415
 
     try:
         from opentelemetry.exporter.prometheus import PrometheusMetricReader  # noqa: PLC0415
@@ -191,7 +189,7 @@ def _metrics_app(assistant: DocsAssistant) -> PrometheusMetricsApp:
         metric_readers=[PrometheusMetricReader(registry=registry)], shutdown_on_exit=False
     )
     assistant.add_metric_sink(OpenTelemetryMetricSink(provider))
-    return create_prometheus_metrics_app(registry)
+    return registry
 
 
 def create_docs_assistant_app(
@@ -273,8 +271,8 @@ def create_docs_assistant_app(
             Route("/docs/{page:path}", DocsPages(assistant)),
             Route("/api/ask", _AskRoute(assistant, gate, timeout)),
             Route("/api/answer", _AnswerRoute(assistant, gate, timeout)),
-            Route("/metrics", _metrics_app(assistant)),
         ],
+        metrics_registry=_metrics_registry(assistant),
         checks={"index": assistant.ready},
         rate_limits=rate_limits,
         allowed_hosts=allowed_hosts,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import inspect
 import ipaddress
 import math
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -35,6 +36,7 @@ from agentskit_chat.service import InMemoryRateLimiter, RateLimitDecision
 from ._asgi import ASGIApp, Receive, Scope, Send, header, send_response
 from ._auth import TRUSTED_FORWARD
 from ._errors import error_body, error_headers
+from ._observe import note_error
 
 __all__ = [
     "DATA_ROUTES",
@@ -114,6 +116,10 @@ class EdgeLimiter:
         redis_url: Where the buckets live when ``limits.redis_url`` is not set (the app's own
             Redis store, when it has one); ``None`` keeps them in this process.
 
+    Attributes:
+        on_error: Told of every failed take (the error and the seconds it took), before
+            it is raised; ``create_app`` logs and counts it.
+
     Raises:
         ImportError: the buckets are in Redis and the ``redis`` extra is not installed.
     """
@@ -121,6 +127,7 @@ class EdgeLimiter:
     def __init__(self, limits: RateLimits, *, redis_url: str | None = None) -> None:
         url = limits.redis_url or redis_url
         self.shared = url is not None
+        self.on_error: Callable[[RateLimitError, float], None] | None = None
         self._limiters: dict[Space, Any]
         rates: dict[Space, tuple[int, float]] = {
             "requests": (limits.request_burst, float(limits.requests_per_second)),
@@ -145,9 +152,15 @@ class EdgeLimiter:
         Raises:
             RateLimitError: the Redis buckets cannot be reached.
         """
-        decision = self._limiters[space].take(f"edge-{space}", identity)
-        if inspect.isawaitable(decision):
-            decision = await decision
+        start = time.perf_counter()
+        try:
+            decision = self._limiters[space].take(f"edge-{space}", identity)
+            if inspect.isawaitable(decision):
+                decision = await decision
+        except RateLimitError as error:
+            if self.on_error is not None:
+                self.on_error(error, time.perf_counter() - start)
+            raise
         assert isinstance(decision, RateLimitDecision)
         return decision
 
@@ -326,7 +339,8 @@ class Edge:
         if self._limiter is not None and path in DATA_ROUTES:
             try:
                 decision = await self._limiter.take("requests", client_identity(scope))
-            except RateLimitError:
+            except RateLimitError as error:
+                note_error(scope, error)
                 await self._refuse(scope, send, 500, "unavailable")
                 return
             if not decision.allowed:

@@ -61,6 +61,7 @@ class ChatStores:
     _close: Callable[[], Awaitable[None]] = _nothing
     _prune: Callable[[float], Awaitable[int]] | None = None
     retention_days: float | None = None
+    _ping: Callable[[], Awaitable[None]] = _nothing
 
     def memory(self, session_id: str) -> ChatMemory:
         """A chat memory of conversation ``session_id`` for one request; close it after use
@@ -74,6 +75,15 @@ class ChatStores:
             StorageError: the backend cannot be reached or used.
         """
         await self._open()
+
+    async def ping(self) -> None:
+        """One cheap round trip to the backend: ``SELECT 1`` on SQLite and PostgreSQL,
+        ``PING`` on Redis (nothing to do in memory). No deadline of its own: bound it.
+
+        Raises:
+            StorageError: the backend cannot be reached or used.
+        """
+        await self._ping()
 
     async def prune(self, now: float | None = None) -> int:
         """Delete what has been idle longer than ``retention_days``; how many records went.
@@ -161,6 +171,9 @@ def _sqlite_stores(path: str) -> ChatStores:
         await open_()
         return await sessions._file.run(lambda connection: delete_idle(cutoff, connection))
 
+    async def ping() -> None:
+        await sessions._file.run(lambda connection: connection.execute("SELECT 1").fetchone())
+
     return ChatStores(
         "sqlite",
         asks,
@@ -169,6 +182,7 @@ def _sqlite_stores(path: str) -> ChatStores:
         open_,
         close,
         prune,
+        _ping=ping,
     )
 
 
@@ -215,6 +229,12 @@ def _postgres_stores(url: str) -> ChatStores:
 
         return await sessions._table.call(delete_idle)
 
+    async def ping() -> None:
+        async def select_one(connection: Any) -> None:
+            await connection.execute("SELECT 1")
+
+        await sessions._table.call(select_one)
+
     return ChatStores(
         "postgresql",
         asks,
@@ -223,6 +243,7 @@ def _postgres_stores(url: str) -> ChatStores:
         open_,
         close,
         prune,
+        _ping=ping,
     )
 
 
@@ -249,6 +270,7 @@ def _redis_stores(url: str, ttl_seconds: float | None) -> ChatStores:
         lambda session_id: RedisChatMemory(client, session_id, ttl_seconds=ttl_seconds),
         open_,
         close,
+        _ping=sessions.open,  # one PING
     )
 
 
