@@ -882,3 +882,16 @@ def test_a_level_or_a_status_code_is_asked_for_as_a_value(query: str, stated: st
     answer = compose(query, gzip if "gzip" in query else upload, max_answer_chars=100)
     # The passage stating the value leads, though another holds as many of the question's words.
     assert stated in answer.split("\n\n")[1 if "level" in query else 0]
+
+
+def test_a_label_does_not_lead_the_answer() -> None:
+    # An admonition's title, read as a paragraph of its own, holds the question's words
+    # without saying anything.
+    streaming = source(
+        1,
+        "Compression of streaming responses\n\n"
+        "On streaming responses, the middleware compresses every chunk the application "
+        "sends, so chunks reach the client as they are produced.",
+    )
+    answer = compose("How are streaming responses compressed?", streaming, max_answer_chars=120)
+    assert answer.startswith("On streaming responses, the middleware compresses")

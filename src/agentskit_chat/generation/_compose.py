@@ -3,21 +3,24 @@
 A section's text is read as Markdown blocks: paragraphs (cut into sentences), lists (one unit
 per item), tables (one unit per row, the header kept apart) and fenced code. The question and
 every unit are reduced to content terms (:mod:`agentskit_chat._terms`); a unit scores the summed
-rarity of the question terms it holds (inverse frequency over all units of the sources), and a
+rarity of the question terms it holds (inverse frequency over all units of the sources; less in
+code, and in a label: a paragraph of a few words that is no sentence), and a
 section scores its best unit plus the rarity of the question terms in its title, a little less
 the lower the search ranked it. A question (or part) that asks for a quantity ("how many",
-"how long", "maximum", "which version") also wants each of its terms stated with a number: a
-unit holds a term so when the term is within three words of a number ("16 aliases per entry",
-"Ink 7.1+"), and that counts as one more (rare) term, so the unit stating the quantity leads.
+"how long", "maximum", "which version", "which status code") also wants each of its terms
+stated with a number: a unit holds a term so when the term is within three words of a number
+("16 aliases per entry", "Ink 7.1+"), and that counts as one more (rare) term, so the unit
+stating the quantity leads (:mod:`._questions`).
 
-The answer draws on one to ``max_sections`` sections. A question with parts ("X, and Y?",
-:func:`question_parts`) is answered part by part, in its order: each part by the section that
-answers that part best (another section than an earlier part's when one is at least half as
-good), the length budget shared evenly. Otherwise the best section comes first, and a further
-one only when its title or best unit holds a question term that the chosen ones' titles and
-best units do not, and it scores at least half as well as the first. Each section shows the
-passage holding its best unit, and the other passages at least 0.3 as good that fit the
-length budget:
+Sources with one link are the parts of one long section, cut apart by the index: they are read
+as one section, in their order. The answer draws on one to ``max_sections`` sections. A question
+with parts ("X, and Y?", :func:`question_parts`) is answered part by part, in its order: each
+part by the section that answers that part best (another section than an earlier part's when one
+is at least half as good), the length budget shared evenly. Otherwise the best section comes
+first, and a further one only when its title or best unit holds a question term that the chosen
+ones' titles and best units do not, and it scores at least half as well as the first. Each
+section shows the passage holding its best unit, and the other passages at least 0.3 as good
+that fit the length budget:
 
 - a sentence comes with the rest of its paragraph when that is short, else with the next
   sentence;
@@ -38,15 +41,15 @@ question term, the answer is :data:`NO_GROUNDED_ANSWER`.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from agentskit_chat._terms import content_terms, question_clauses, stem, term_set, words
+from agentskit_chat._terms import content_terms, term_set
 from agentskit_chat.protocol import GroundedSource
 
 from ._blocks import Block, parse_blocks
+from ._questions import part_terms, question_parts, unit_terms, wanted_terms
 
 __all__ = [
     "NO_GROUNDED_ANSWER",
@@ -69,24 +72,6 @@ _SHORT_PARAGRAPH: Final = 320
 _MAX_CODE_LINES: Final = 40
 #: Beside its best passage, a section shows others at least this good, relative to the best.
 _GROUP_SHARE: Final = 0.3
-#: A question that asks for a quantity: "how many", "how long", "maximum", "which version",
-#: "which status code", "what compression level".
-_ASKS_QUANTITY: Final = re.compile(
-    r"\bhow\s+(?:many|much|long|big|large|old|often|far|high|low|small|fast)\b|"
-    r"\b(?:max(?:imum)?|min(?:imum)?|limit|cap|ceiling|version|size|count|number|level|port"
-    r"|timeout|threshold|status\s+code)s?\b",
-    re.IGNORECASE,
-)
-_NUMBER_TEXT: Final = """
-    one two three four five six seven eight nine ten eleven twelve twenty hundred thousand million
-    once twice
-"""
-#: Words that write a number (digits do too).
-_NUMBER_WORDS: Final = frozenset(_NUMBER_TEXT.split())
-#: A word this close to a number (in words) is stated with it: "16 aliases", "Ink 7.1+".
-_NUMBER_WINDOW: Final = 3
-#: A unit holds ``#term`` beside ``term`` when it states the term with a number.
-_WITH_NUMBER: Final = "#"
 #: The search's order counts too: the n-th source's score is divided by 1 + decay × (n - 1).
 _RANK_DECAY: Final = 0.1
 #: Question terms in a section's title count this much of their rarity.
@@ -94,6 +79,10 @@ _TITLE_SHARE: Final = 1.0
 #: A code block's words count this much: identifiers (``status_code``) match question words
 #: by accident far more often than prose does.
 _CODE_SHARE: Final = 0.8
+#: A paragraph of at most this many words without a sentence's end is a label.
+_LABEL_WORDS: Final = 8
+#: A label's words count this much.
+_LABEL_SHARE: Final = 0.5
 #: The share of the length budget the first section may fill when the question has no parts.
 _LEAD_SHARE: Final = 0.7
 #: A further section must be at least this good, relative to the first.
@@ -117,29 +106,10 @@ class _Section:
     terms: frozenset[str] = frozenset()  # the question terms its title and best unit hold
 
 
-def _unit_terms(unit: str) -> frozenset[str]:
-    """The stems of ``unit``, and ``#stem`` for each word within ``_NUMBER_WINDOW`` words of a
-    number (what a question asking for a quantity looks for)."""
-    found = words(unit)
-    terms = {stem(word) for word in found}
-    for at, word in enumerate(found):
-        if word in _NUMBER_WORDS or any(char.isdigit() for char in word):
-            near = found[max(0, at - _NUMBER_WINDOW) : at + _NUMBER_WINDOW + 1]
-            terms.update(_WITH_NUMBER + stem(other) for other in near)
-    return frozenset(terms)
-
-
-def _wanted(text: str, terms: tuple[str, ...]) -> tuple[str, ...]:
-    """``terms``, and when ``text`` asks for a quantity, each of them stated with a number."""
-    if _ASKS_QUANTITY.search(text) is None:
-        return terms
-    return (*terms, *(_WITH_NUMBER + term for term in terms))
-
-
 def _section(number: int, source: GroundedSource) -> _Section:
     blocks = parse_blocks(source.excerpt)
-    unit_terms = [[_unit_terms(unit) for unit in block.units] for block in blocks]
-    return _Section(number, source.title, blocks, unit_terms, term_set(source.title))
+    held = [[unit_terms(unit) for unit in block.units] for block in blocks]
+    return _Section(number, source.title, blocks, held, term_set(source.title))
 
 
 def _rarity(wanted: Sequence[str], sections: Sequence[_Section]) -> dict[str, float]:
@@ -151,12 +121,24 @@ def _rarity(wanted: Sequence[str], sections: Sequence[_Section]) -> dict[str, fl
     }
 
 
+def _share(block: Block, unit: int) -> float:
+    """How much a unit's terms count: less in code, and less in a label (a paragraph of a few
+    words and no sentence: an admonition's or a figure's title), which says what follows
+    without saying anything itself."""
+    if block.kind == "code":
+        return _CODE_SHARE
+    if block.kind == "para" and len(block.units) == 1:
+        text = block.units[0].rstrip()
+        if text and text[-1] not in ".!?:" and len(text.split()) <= _LABEL_WORDS:
+            return _LABEL_SHARE
+    return 1.0
+
+
 def _score(section: _Section, wanted: Sequence[str], weight: dict[str, float]) -> None:
     section.scores = [
         [
-            sum(weight[t] for t in wanted if t in terms)
-            * (_CODE_SHARE if section.blocks[b].kind == "code" else 1.0)
-            for terms in block
+            sum(weight[t] for t in wanted if t in terms) * _share(section.blocks[b], u)
+            for u, terms in enumerate(block)
         ]
         for b, block in enumerate(section.unit_terms)
     ]
@@ -385,13 +367,13 @@ def _composed(
     wanted = content_terms(query)
     if not wanted or not sources:
         return []
-    wanted = _wanted(query, wanted)
+    wanted = wanted_terms(query, wanted)
     parsed = _merged(
         [_section(number, source) for number, source in enumerate(sources, start=1)],
         [source.href for source in sources],
     )
     chosen: list[tuple[_Section, bool]] = []  # each with whether to show its code
-    clauses = _parts(query) if max_sections > 1 else []
+    clauses = part_terms(query) if max_sections > 1 else []
     if len(clauses) > 1:
         # A question with parts: each part is answered by the section that answers it best,
         # and shows code when that part asks how to do something.
@@ -453,41 +435,6 @@ def _best_for(ranked: Sequence[_Section], taken: set[int]) -> _Section | None:
         if section.number not in taken and section.score >= _FURTHER_SECTION * ranked[0].score:
             return section
     return ranked[0]
-
-
-def question_parts(query: str) -> list[tuple[str, ...]]:
-    """The content terms of each part of a question that has parts, in order.
-
-    A question has parts when clauses are joined by ``, and`` (``but``, ``or``), ``and then``,
-    ``;`` or a second question mark: "What is the default deadline, and what does the client's
-    deadline cover?" has two. What comes before a colon or a dash is context ("Angular: which
-    peers ..., and which versions ...?"); it lends its terms only to a part with none of its
-    own. A part with no content term is dropped; a question without parts is one part.
-
-    >>> question_parts("Angular: which peers go in, and which versions work?")
-    [('peer',), ('version',)]
-    >>> question_parts("Angular: which peers, and which?")
-    [('peer',), ('angular',)]
-    """
-    context, clauses = question_clauses(query)
-    parts: list[tuple[str, ...]] = []
-    for piece in clauses:
-        terms = content_terms(piece) or content_terms(f"{context} {piece}")
-        if terms and terms not in parts:
-            parts.append(terms)
-    return parts or [content_terms(query)]
-
-
-def _parts(query: str) -> list[tuple[str, ...]]:
-    """:func:`question_parts`, with what a part asking for a quantity wants beside its terms."""
-    context, clauses = question_clauses(query)
-    parts: list[tuple[str, ...]] = []
-    for piece in clauses:
-        terms = content_terms(piece) or content_terms(f"{context} {piece}")
-        terms = _wanted(piece, terms)
-        if terms and terms not in parts:
-            parts.append(terms)
-    return parts
 
 
 def _unique(parts: Iterable[str]) -> list[str]:
