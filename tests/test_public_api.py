@@ -350,6 +350,7 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "BuildError",
         "ChatHandlerError",
         "ConfigurationError",
+        "ConfirmationLimitError",
         "ConfirmationResolvedElsewhereError",
         "ContentHashError",
         "ConversationTooLargeError",

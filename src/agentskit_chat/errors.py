@@ -9,7 +9,8 @@ are for programmer-facing misuse (encoding an invalid value, constructing with b
     │   └── ConversationTooLargeError  messages exceed what one memory record can hold
     ├── BuildError               a knowledge artifact cannot be built from a docs folder
     ├── ConfigurationError       a component was given invalid options (``AK_CONFIG_INVALID``)
-    │   └── ConfirmationResolvedElsewhereError  another client decided the confirmation first
+    │   ├── ConfirmationResolvedElsewhereError  another client decided the confirmation first
+    │   └── ConfirmationLimitError  a session holds 1,000 confirmations, none of them decided
     ├── ToolError                a tool call was refused (``AK_TOOL_*`` codes)
     ├── AnswerCommitError        an ``answer_commit`` payload is not valid (reason + example)
     ├── SessionConflictError     a chat session snapshot changed in another client (CAS conflict)
@@ -29,6 +30,7 @@ __all__ = [
     "BuildError",
     "ChatHandlerError",
     "ConfigurationError",
+    "ConfirmationLimitError",
     "ConfirmationResolvedElsewhereError",
     "ContentHashError",
     "ConversationTooLargeError",
@@ -127,6 +129,21 @@ class ConfirmationResolvedElsewhereError(ConfigurationError):
 
     def __init__(self, *, hint: str | None = None) -> None:
         super().__init__("Action confirmation was already resolved by another client.", hint=hint)
+
+
+class ConfirmationLimitError(ConfigurationError):
+    """A proposal found no room: the confirmation (one session) holds its most records,
+    1,000, and none of them is decided (``approved``, ``rejected`` or ``expired``).
+
+    Decided records make room by themselves: the oldest of them are dropped when a proposal
+    needs the space. Records that wait for a human (``pending``) or were claimed and not
+    settled (``approving``, ``rejecting``, ``expiring``) are never dropped, so a session with
+    1,000 of them takes no new proposal until some are decided. The chat handler answers it
+    ``CONFIRMATION_LIMIT_REACHED`` (not retryable) and keeps the conversation as it was.
+    """
+
+    def __init__(self, *, hint: str | None = None) -> None:
+        super().__init__("Action confirmation limit is reached.", hint=hint)
 
 
 class ToolError(AgentsKitChatError):

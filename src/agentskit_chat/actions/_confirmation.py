@@ -28,7 +28,7 @@ from typing import Any, Final, Literal, TypeVar
 
 import anyio
 
-from agentskit_chat.errors import ConfirmationResolvedElsewhereError
+from agentskit_chat.errors import ConfirmationLimitError, ConfirmationResolvedElsewhereError
 from agentskit_chat.protocol import Confirmation, ConfirmationStatus
 from agentskit_chat.protocol._json import MAX_SAFE_INTEGER
 from agentskit_chat.protocol._types import is_safe_id, thaw
@@ -56,7 +56,8 @@ __all__ = [
 
 #: How long a proposal can be approved, by default (five minutes).
 DEFAULT_CONFIRMATION_TTL_MS: Final = 300_000
-#: How many records one confirmation (and one session snapshot) holds at most.
+#: How many records one confirmation (and one session snapshot) holds at most; the oldest
+#: decided ones are dropped to make room for a proposal.
 MAX_CONFIRMATIONS: Final = 1000
 #: Why an expired call is denied upstream.
 EXPIRED_REASON: Final = "confirmation expired"
@@ -67,7 +68,6 @@ _INVALID_OPTIONS: Final = "Action confirmation options are invalid."
 _INVALID_ID: Final = "Action confirmation id is invalid."
 _USED_ID: Final = "Action confirmation id is already in use."
 _INVALID_TOKEN: Final = "Action confirmation token is invalid for this session."
-_FULL: Final = "Action confirmation limit is reached."
 _EXPIRY: Final = "Action confirmation expiry is invalid."
 _NOT_STUCK: Final = "Action confirmation is not awaiting reconciliation."
 _NOT_TERMINAL: Final = "Action confirmation reconciliation status is invalid."
@@ -167,14 +167,18 @@ class ActionConfirmation:
         The upstream call gets id ``app-<id>`` and the record token ``confirm-<id>``, where
         ``<id>`` comes from ``create_id``. The record is ``pending`` (``rejected`` when the
         upstream did not put the call up for confirmation) and expires ``ttl_ms`` from now.
+        When the confirmation holds :data:`MAX_CONFIRMATIONS` records, the oldest decided
+        ones (``approved``, ``rejected``, ``expired``) are dropped to make room, saved with
+        the new one; undecided records are always kept.
 
         Raises:
             ConfigurationError: "Action confirmation id is invalid." (``create_id`` gave
                 something other than 1..120 characters ``[A-Za-z0-9._:-]``, first
                 alphanumeric), "Action confirmation id is already in use.", "Action
-                confirmation limit is reached." (1,000 records), "Action confirmation expiry
-                is invalid." (the expiry is not a safe integer), or what the upstream raised
-                (a tool that is not confirmation-gated).
+                confirmation expiry is invalid." (the expiry is not a safe integer), or what
+                the upstream raised (a tool that is not confirmation-gated).
+            ConfirmationLimitError: 1,000 records and none of them decided (nothing was
+                proposed upstream).
             ToolError: the upstream refused the call (unknown tool, invalid input, forbidden).
             Exception: whatever ``on_change`` raised (the record is then dropped again).
         """
@@ -184,8 +188,7 @@ class ActionConfirmation:
         token = f"confirm-{suffix}"
         if token in self._records:
             raise confirmation_error(_USED_ID)
-        if len(self._records) >= MAX_CONFIRMATIONS:
-            raise confirmation_error(_FULL)
+        self._droppable()
         expires_at = self._expiry()
         call = await self._chat.propose_tool_call(id=f"app-{suffix}", name=name, args=input)
         if token in self._records or call.id in self._by_call:
@@ -203,13 +206,34 @@ class ActionConfirmation:
         except ValueError:
             raise confirmation_error(_INVALID_OPTIONS) from None
         record = ConfirmationRecord.from_wire(wire, self._session_id)
+        dropped = self._droppable()  # another proposal may have taken the room meanwhile
         self._store(record)
         try:
-            await self._changed()
+            await self._changed(dropped)
         except BaseException:
             self._forget(record)
             raise
+        for old in dropped:
+            self._forget(old)
         return record
+
+    def _droppable(self) -> list[ConfirmationRecord]:
+        """The oldest decided records (none being decided now) to drop so that one more fits.
+
+        Raises:
+            ConfirmationLimitError: too few records are decided.
+        """
+        excess = len(self._records) - MAX_CONFIRMATIONS + 1
+        if excess <= 0:
+            return []
+        decided = [
+            record
+            for record in self._records.values()
+            if record.status in TERMINAL_STATUSES and record.token not in self._flights
+        ]
+        if len(decided) < excess:
+            raise ConfirmationLimitError(hint=CONFIRMATION_HINT)
+        return decided[:excess]
 
     def _expiry(self) -> int:
         now = self._now()
@@ -411,9 +435,11 @@ class ActionConfirmation:
         self._records.pop(record.token, None)
         self._by_call.pop(record.tool_call_id, None)
 
-    async def _changed(self) -> None:
+    async def _changed(self, dropped: Iterable[ConfirmationRecord] = ()) -> None:
         if self._on_change is not None:
-            await _maybe_await(self._on_change(self.get_snapshot()))
+            gone = {record.token for record in dropped}
+            records = tuple(r for r in self._records.values() if r.token not in gone)
+            await _maybe_await(self._on_change(records))
 
 
 def _restore(

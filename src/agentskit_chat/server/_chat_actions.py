@@ -31,6 +31,7 @@ from agentskit_chat.protocol._decode import validate_model
 from agentskit_chat.protocol._types import SafeId, WireModel, one_of, text, thaw
 
 __all__ = [
+    "CONFIRMATION_LIMIT_MESSAGE",
     "CONFIRMATION_UNAVAILABLE_MESSAGE",
     "ChoiceAction",
     "ConfirmationDecision",
@@ -41,6 +42,11 @@ __all__ = [
 
 #: The message of ``CONFIRMATION_UNAVAILABLE``: the call is not (or no longer) waiting.
 CONFIRMATION_UNAVAILABLE_MESSAGE: Final = "This action is not waiting for a confirmation."
+#: The message of ``CONFIRMATION_LIMIT_REACHED``: 1,000 calls wait for a decision already.
+CONFIRMATION_LIMIT_MESSAGE: Final = (
+    "Too many actions in this conversation wait for a decision; decide them or start a new"
+    " conversation."
+)
 
 _Decision = Annotated[Literal["approve", "reject"], PlainValidator(one_of("approve", "reject"))]
 

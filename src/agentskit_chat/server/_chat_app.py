@@ -39,6 +39,7 @@ from agentskit_chat.conversation._factory import check_memory_for
 from agentskit_chat.errors import (
     ChatHandlerError,
     ConfigurationError,
+    ConfirmationLimitError,
     ConfirmationResolvedElsewhereError,
     ConversationTooLargeError,
     ProtocolError,
@@ -66,6 +67,7 @@ from ._asgi import Receive, Scope, Send, handle_non_http, header, query_params, 
 from ._auth import request_class
 from ._body import BodyTimedOut, BodyTooLarge, ClientDisconnected, RequestBody
 from ._chat_actions import (
+    CONFIRMATION_LIMIT_MESSAGE,
     CONFIRMATION_UNAVAILABLE_MESSAGE,
     ChoiceAction,
     action_id,
@@ -198,6 +200,9 @@ def _classify(error: BaseException) -> _Failure:
         return _Failure(409, "CONVERSATION_TOO_LARGE", _TOO_LARGE, retryable=False)
     if isinstance(error, StorageError):
         return _Failure(500, "SERVER_INTERNAL", _INTERNAL, retryable=error.retryable)
+    if isinstance(error, ConfirmationLimitError):
+        # The session keeps every undecided call: only deciding some of them makes room.
+        return _refusal(409, "CONFIRMATION_LIMIT_REACHED", CONFIRMATION_LIMIT_MESSAGE)
     if isinstance(error, ConfigurationError):
         # An incompatible stored session or an invalid definition: retrying cannot help.
         return _Failure(500, "SERVER_INTERNAL", _INTERNAL, retryable=False)

@@ -22,10 +22,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Final
 
-from agentskit_chat.actions import ActionConfirmation, ConfirmationRecord
+from agentskit_chat.actions import MAX_CONFIRMATIONS, ActionConfirmation, ConfirmationRecord
 from agentskit_chat.conversation import ChatSession
 from agentskit_chat.errors import (
     ConfigurationError,
+    ConfirmationLimitError,
     ConfirmationResolvedElsewhereError,
     ToolError,
 )
@@ -37,6 +38,8 @@ from ._chat_actions import ConfirmationDecision
 
 __all__ = ["decision_operation", "record_waiting_calls", "waiting_calls"]
 
+# The statuses of a decided record (one that may make room for a new one).
+_DECIDED: Final = frozenset({"approved", "rejected", "expired"})
 # The message of the ToolError that becomes ACTION_FORBIDDEN (the client never sees it).
 _REFUSED_AT_EXECUTION: Final = "The approved call was refused when it was to run."
 
@@ -91,25 +94,33 @@ async def record_waiting_calls(session: ChatSession, messages: Sequence[ChatMess
     human that has none yet; how many were stored.
 
     Each record is saved with the session (compare-and-set) and expires like any proposal,
-    ``DEFAULT_CONFIRMATION_TTL_MS`` after now. A call that cannot be recorded (the session holds
-    the most records it can, or the call's id or input do not fit a record) is left without
-    one: a decision on it is then refused as unavailable.
+    ``DEFAULT_CONFIRMATION_TTL_MS`` after now; the oldest decided records make room when the
+    session holds ``MAX_CONFIRMATIONS``. A call whose id or input do not fit a record is left
+    without one: a decision on it is then refused as unavailable.
 
     Raises:
+        ConfirmationLimitError: the undecided records and the new ones would be more than
+            ``MAX_CONFIRMATIONS`` (nothing was recorded).
         SessionConflictError: the stored session changed in another client (this turn no
             longer holds it).
         StorageError: the store failed.
     """
-    known = {record.tool_call_id for record in session.confirmations}
+    records = session.confirmations
+    known = {record.tool_call_id for record in records}
+    new = [call for call in waiting_calls(messages) if call.id not in known]
+    undecided = sum(1 for record in records if record.status not in _DECIDED)
+    if new and undecided + len(new) > MAX_CONFIRMATIONS:
+        # All or none: a call recorded now would wait with no way to decide its neighbours.
+        raise ConfirmationLimitError()
     stored = 0
-    for call in waiting_calls(messages):
-        if call.id in known:
-            continue
+    for call in new:
         confirmation = session.create_confirmation(
             chat=_Proposed(call), create_id=partial(_record_id, call.id)
         )
         try:
             await confirmation.propose(name=call.name, input=call.args)
+        except ConfirmationLimitError:
+            raise
         except ConfigurationError:
             continue
         known.add(call.id)

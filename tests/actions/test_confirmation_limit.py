@@ -1,0 +1,116 @@
+"""1,000 records at most: a proposal drops the oldest decided records, never an undecided one."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from agentskit_chat.actions import (
+    MAX_CONFIRMATIONS,
+    ConfirmationRecord,
+    create_action_confirmation,
+)
+from agentskit_chat.errors import ConfigurationError, ConfirmationLimitError
+from agentskit_chat.protocol import Confirmation, ConfirmationStatus
+from tests.actions._support import TOOL, Executor, controller
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def stored(statuses: Sequence[ConfirmationStatus]) -> list[Confirmation]:
+    """Records ``r-0``, ``r-1``, ... with ``statuses``, oldest first."""
+    return [
+        Confirmation(
+            token=f"confirm-r-{n}",
+            action=TOOL,
+            input={"n": n},
+            tool_call_id=f"app-r-{n}",
+            expires_at=10_000,
+            status=status,
+        )
+        for n, status in enumerate(statuses)
+    ]
+
+
+def tokens(records: Sequence[ConfirmationRecord]) -> list[str]:
+    return [record.token for record in records]
+
+
+async def test_a_full_confirmation_drops_its_oldest_decided_record_and_keeps_undecided_ones() -> (
+    None
+):
+    statuses: list[ConfirmationStatus] = ["pending", "approving", "expired", "approved"]
+    statuses += ["rejected"] * (MAX_CONFIRMATIONS - len(statuses))
+    saved: list[tuple[ConfirmationRecord, ...]] = []
+    chat = controller(Executor())
+    confirmation = create_action_confirmation(
+        session_id="s",
+        chat=chat,
+        initial_records=stored(statuses),
+        now=lambda: 5,
+        create_id=lambda: "new",
+        on_change=saved.append,
+    )
+    record = await confirmation.propose(name=TOOL, input={"to": "a@b.c"})
+    held = tokens(confirmation.get_snapshot())
+    assert len(held) == MAX_CONFIRMATIONS
+    # r-2 (expired) was the oldest decided record; the pending and approving ones stay.
+    assert held[:3] == ["confirm-r-0", "confirm-r-1", "confirm-r-3"]
+    assert held[-1] == record.token == "confirm-new"
+    assert confirmation.get_by_tool_call("app-r-2") is None
+    assert [tokens(records) for records in saved] == [held]  # saved as it now stands
+    # The next proposal drops the next oldest decided one.
+    again = create_action_confirmation(
+        session_id="s",
+        chat=chat,
+        initial_records=confirmation.get_snapshot(),
+        now=lambda: 5,
+        create_id=lambda: "newer",
+    )
+    await again.propose(name=TOOL, input={"to": "a@b.c"})
+    assert tokens(again.get_snapshot())[:3] == ["confirm-r-0", "confirm-r-1", "confirm-r-4"]
+
+
+async def test_a_confirmation_full_of_undecided_records_refuses_before_proposing() -> None:
+    statuses: list[ConfirmationStatus] = ["approving", "rejecting", "expiring"]
+    statuses += ["pending"] * (MAX_CONFIRMATIONS - len(statuses))
+    chat = controller(Executor())
+    confirmation = create_action_confirmation(
+        session_id="s", chat=chat, initial_records=stored(statuses), create_id=lambda: "new"
+    )
+    before = confirmation.get_snapshot()
+    with pytest.raises(ConfirmationLimitError) as error:
+        await confirmation.propose(name=TOOL, input={"to": "a@b.c"})
+    assert isinstance(error.value, ConfigurationError)
+    assert error.value.message == "Action confirmation limit is reached."
+    assert error.value.hint is not None
+    assert confirmation.get_snapshot() == before
+    assert chat.state.messages == ()  # the upstream was never asked
+
+
+async def test_a_failed_save_keeps_the_record_it_would_have_dropped() -> None:
+    statuses: list[ConfirmationStatus] = ["approved"]
+    statuses += ["pending"] * (MAX_CONFIRMATIONS - 1)
+
+    def fail(records: tuple[ConfirmationRecord, ...]) -> None:
+        raise OSError("the store is down")
+
+    confirmation = create_action_confirmation(
+        session_id="s",
+        chat=controller(Executor()),
+        initial_records=stored(statuses),
+        create_id=lambda: "new",
+        on_change=fail,
+    )
+    before = confirmation.get_snapshot()
+    with pytest.raises(OSError):
+        await confirmation.propose(name=TOOL, input={"to": "a@b.c"})
+    assert confirmation.get_snapshot() == before
+    assert confirmation.get_by_tool_call("app-r-0") == before[0]
+    assert confirmation.get_by_tool_call("app-new") is None
