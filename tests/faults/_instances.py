@@ -8,8 +8,8 @@ what its own shutdown saves. Both run as the ``postgres`` user when the tests ru
 (``initdb`` refuses root, as in CI), and are stopped and removed when the test ends.
 
 A SQLite store has no server to stop: :class:`SQLiteOutage` takes its folder away (renamed, so
-no new connection can open the file) and holds the write lock (so an open connection's writes
-wait out their busy timeout and fail), then puts both back.
+no new connection can open the file), or holds its write lock (so every write waits out its
+busy timeout and fails), and then puts it back.
 """
 
 from __future__ import annotations
@@ -273,29 +273,40 @@ def private_redis() -> Iterator[RedisInstance]:
 
 
 class SQLiteOutage:
-    """Take a SQLite store's folder away and hold its write lock; :meth:`end` restores both.
+    """Make a SQLite store unavailable, and available again with :meth:`end`.
+
+    Two ways a SQLite file goes away: ``"folder"`` renames its folder away (a volume gone, a
+    folder moved: no new connection can open the file, while a connection already open keeps
+    its file handle), and ``"lock"`` holds its write lock from another connection (a stuck
+    writer, a backup: every write waits out the busy timeout and fails).
 
     Args:
-        database: The database file (its folder is what goes away).
+        database: The database file.
+        how: ``"folder"`` or ``"lock"``.
     """
 
-    def __init__(self, database: Path) -> None:
+    def __init__(self, database: Path, how: str) -> None:
+        if how not in ("folder", "lock"):
+            raise ValueError("how must be 'folder' or 'lock'")
+        self._how = how
         self._folder = database.parent
         self._database = database
         self._hidden = self._folder.with_name(self._folder.name + ".away")
         self._lock: sqlite3.Connection | None = None
 
     def begin(self) -> None:
-        """The write lock first (through the file, while it is there), then the folder."""
+        """Take the folder away, or the write lock."""
+        if self._how == "folder":
+            self._folder.rename(self._hidden)
+            return
         lock = sqlite3.connect(
             self._database, isolation_level=None, timeout=10, check_same_thread=False
         )
         lock.execute("BEGIN EXCLUSIVE")
         self._lock = lock
-        self._folder.rename(self._hidden)
 
     def end(self) -> None:
-        """Put the folder back, then release the lock."""
+        """Put the folder back, or release the lock (idempotent)."""
         if self._hidden.exists():
             self._hidden.rename(self._folder)
         if self._lock is not None:

@@ -30,7 +30,7 @@ class FaultyStore:
     """A store URL and how to take its store away and bring it back (both blocking).
 
     Attributes:
-        backend: ``sqlite``, ``postgresql`` or ``redis``.
+        backend: ``sqlite-folder``, ``sqlite-lock``, ``postgresql`` or ``redis``.
         url: The store URL for ``create_app``.
         stop: Makes the store unavailable.
         restart: Makes it available again, with everything it had.
@@ -48,14 +48,15 @@ def _missing(what: str) -> None:
     pytest.skip(f"{what} is not installed: run scripts/test-services.sh")
 
 
-@pytest.fixture(params=["sqlite", "postgresql", "redis"])
+@pytest.fixture(params=["sqlite-folder", "sqlite-lock", "postgresql", "redis"])
 def faulty_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[FaultyStore]:
-    """A store of each backend, private to the test, that it may stop and restart."""
+    """A store of each backend, private to the test, that it may stop and restart (SQLite
+    twice: its folder gone, and its write lock held elsewhere)."""
     backend: str = request.param
-    if backend == "sqlite":
+    if backend.startswith("sqlite"):
         database = tmp_path / "store" / "chat.db"
         database.parent.mkdir()
-        outage = SQLiteOutage(database)
+        outage = SQLiteOutage(database, backend.partition("-")[2])
         try:
             yield FaultyStore(backend, f"sqlite:///{database}", outage.begin, outage.end)
         finally:

@@ -7,7 +7,8 @@ start conversations and read snapshots throughout. Mid-load the store goes away,
 - **While it is away:** every client gets an answer, never a hang, and every answer is either a
   stored turn or a typed error (a JSON body with a code, or a stream that ends on one);
   ``/healthz`` answers 503; the server logs the failures (under ``agentskit_chat.``), with no
-  conversation id, question or answer in any record.
+  conversation id, question or answer in any record; ``/metrics`` counts the store errors, and
+  exactly the turns the clients saw complete.
 - **Once it is back:** full service within 5 s — ``/healthz`` 200, a new conversation, and a
   follow-up in every conversation a client was in (so no lease is left holding a session).
 - **Nothing committed is lost:** every turn a client saw complete is in the store afterwards,
@@ -28,6 +29,7 @@ import anyio
 import anyio.to_thread
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from agentskit_chat.conversation import ChatDefinition, define_chat
 from agentskit_chat.runtime import AdapterRequest, ChatConfig, reply_adapter
@@ -41,8 +43,10 @@ from tests.server._chat_support import JSON, submit
 pytestmark = pytest.mark.anyio
 
 CLIENTS: Final = 6
-#: Load before the store goes away.
+#: Load before the store goes away: at least this, and until every client completed a turn
+#: (at most :data:`WARM_MAX_S` more).
 WARM_S: Final = 1.5
+WARM_MAX_S: Final = 20.0
 #: The store stays away at least this long, and until the failure was seen by the clients,
 #: ``/healthz`` and the log (or at most :data:`OUTAGE_MAX_S`: a PostgreSQL pool waits 10 s for
 #: a connection before it fails).
@@ -201,6 +205,25 @@ def _recovered_at(load: Load, health: _Health, probe: _Probe, up: float) -> floa
     return max(moments)
 
 
+async def _metrics(url: str) -> dict[str, float]:
+    """``/metrics``: each sample's value by its name and labels (``name{label=value,...}``)."""
+    async with httpx.AsyncClient(base_url=url, timeout=10) as http:
+        response = await http.get("/metrics")
+    assert response.status_code == 200, response.status_code
+    values: dict[str, float] = {}
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
+            values[f"{sample.name}{{{labels}}}"] = sample.value
+    return values
+
+
+def _total(metrics: dict[str, float], name: str, label: str = "") -> float:
+    return sum(
+        value for key, value in metrics.items() if key.startswith(name + "{") and label in key
+    )
+
+
 async def _lost_turns(url: str, completed: list[Outcome]) -> list[str]:
     """The completed turns (``session: question``) not in the store with their answer."""
     by_session: dict[str, list[str]] = {}
@@ -244,6 +267,9 @@ async def test_a_store_outage_is_typed_logged_and_unhealthy_and_service_returns_
                 group.start_soon(load.client, number)
             group.start_soon(health.poll, url)
             await anyio.sleep(WARM_S)
+            with anyio.move_on_after(WARM_MAX_S):
+                while {o.client for o in load.since(0, "complete")} != set(range(CLIENTS)):
+                    await anyio.sleep(0.05)
 
             down = time.monotonic()
             wall_down = time.time()
@@ -265,6 +291,7 @@ async def test_a_store_outage_is_typed_logged_and_unhealthy_and_service_returns_
                     break
             load.stop()
             health.stop.set()
+        metrics = await _metrics(url)
         lost = await _lost_turns(faulty_store.url, load.since(0, "complete"))
 
     before = [o for o in load.outcomes if o.ended < down]
@@ -323,6 +350,13 @@ async def test_a_store_outage_is_typed_logged_and_unhealthy_and_service_returns_
     assert recovered - up <= RECOVERY_S, (
         f"full service {recovered - up:.2f} s after the restart: {summary(load.since(up))}"
     )
+
+    # The chat metrics counted it: store errors, and exactly the turns the clients saw
+    # complete (theirs and the probe's).
+    assert _total(metrics, "agentskit_chat_store_errors_total") > 0, metrics
+    completed = len(load.since(0, "complete")) + 1
+    assert _total(metrics, "agentskit_chat_turns_finished_total", "outcome=completed") == completed
+    assert _total(metrics, "agentskit_chat_turns_started_total") >= completed
 
     # Nothing committed lost.
     assert load.since(0, "complete"), "no turn completed"
