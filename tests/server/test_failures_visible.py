@@ -20,11 +20,12 @@ import anyio
 import httpx
 import pytest
 
+from agentskit_chat.assistant import create_docs_assistant
 from agentskit_chat.runtime import ChatMemory, ChatMessage
-from agentskit_chat.server import RateLimits, create_app
+from agentskit_chat.server import RateLimits, create_app, create_docs_assistant_app
 from agentskit_chat.server._observe import HTTP_LOGGER, LEASE_LOGGER, STORE_LOGGER, TURN_LOGGER
 from agentskit_chat.storage import ChatStores, open_chat_stores
-from tests.assistant._support import serve
+from tests.assistant._support import clock, serve, write_docs
 from tests.server._chat_support import JSON, EchoAdapter, definition, lines, submit
 from tests.server._cut_proxy import cut_proxy
 
@@ -376,3 +377,22 @@ async def test_healthz_pings_sqlite_and_fails_typed_when_the_store_is_closed(
     )
     (ping,) = _records(caplog, STORE_LOGGER)
     assert (ping.store, ping.operation, ping.retryable) == ("sqlite", "ping", False)  # type: ignore[attr-defined]
+
+
+# --- the docs chat ---------------------------------------------------------------------------
+
+
+async def test_the_docs_chat_serves_its_chat_metrics_beside_the_ask_metrics(tmp_path: Path) -> None:
+    docs = write_docs(tmp_path / "docs")
+    async with create_docs_assistant(docs, now=clock) as assistant:
+        app = create_docs_assistant_app(assistant)
+        async with serve(app) as url, httpx.AsyncClient(base_url=url) as client:
+            asked = await _turn(client, "docs-1", "turn-1", "Which license is the widget under?")
+            health = await client.get("/healthz")
+            metrics = (await client.get("/metrics")).text
+    assert asked.status_code == 200
+    assert lines(asked.content)[-1]["payload"]["status"] == "complete"
+    assert (health.status_code, health.json()) == (200, {"status": "ok"})
+    assert _sample(metrics, "agentskit_chat_turns_finished_total", outcome="completed") == 1
+    assert "agentskit_ask_request_duration_milliseconds" in metrics  # one registry for both
+    assert "docs-1" not in metrics and "license" not in metrics.lower()
