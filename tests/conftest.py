@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import tempfile
 from collections import Counter
 from typing import Any
 
@@ -17,6 +18,10 @@ from tests._vectors import VECTORS
 # deadline, so a property fails only on behaviour, never on timing.
 settings.register_profile("agentskit", deadline=None, print_blob=True)
 settings.load_profile("agentskit")
+
+# The docs assistant keeps its search index in a cache folder: the tests (and the servers and
+# commands they start) use one of their own, never the user's.
+os.environ["AGENTSKIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="agentskit-test-cache-")
 
 _IDS: dict[str, str] = {}
 for _path in sorted(VECTORS.glob("*.json")):

@@ -362,3 +362,17 @@ def test_a_cut_keeps_a_lead_in_with_what_it_introduces_and_a_table_with_its_head
         assert table.startswith("| Name | Value |\n| --- | --- |\n| row"), part[:80]
     body = [line for part in parts for line in part.splitlines() if line.startswith("| row")]
     assert body == [f"| row{i} | " + "x" * 80 + " |" for i in range(40)]  # each row once
+
+
+def test_a_table_is_read_from_the_one_commonmark_parse_wherever_it_sits() -> None:
+    # The page is parsed once as CommonMark (shared with exact answers), where a table is a
+    # paragraph; the chunker reads that paragraph again as a table, lead-in and all.
+    text = (
+        "# Page\n\nOptions:\n| Name | Value |\n|---|---|\n| `a` | 1 |\n\n"
+        "- In a list:\n\n  | K | V |\n  |---|---|\n  | x | y |\n\nNo | table | here.\n"
+    )
+    document = chunk_markdown(text, path="page.md")
+    body = document.chunks[0].text
+    assert "Options:\n\n| Name | Value |\n| --- | --- |\n| `a` | 1 |" in body
+    assert "| K | V |\n| --- | --- |\n| x | y |" in body
+    assert body.endswith("No | table | here.")

@@ -11,9 +11,9 @@ consumer, and the artifact producer and the retrieval corpus both take these val
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Final
+from typing import Any, Final
 
 from agentskit_chat.errors import BuildError
 
@@ -55,6 +55,9 @@ class SourceDocument:
     sha256: str
     display: str
     front_matter: FrontMatter
+    # What the artifact producer reads from the page, when the corpus chunker already read it
+    # from the same parse (``answers._markdown.remember_reading``): each page is parsed once.
+    _reading: Any = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def body(self) -> str:

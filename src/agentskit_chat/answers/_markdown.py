@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Final
 
 from markdown_it import MarkdownIt
@@ -39,7 +40,9 @@ __all__ = [
     "escape_markdown",
     "github_slug",
     "link",
+    "parse_page",
     "read_markdown_document",
+    "remember_reading",
 ]
 
 SUMMARY_UNITS: Final = 320
@@ -215,22 +218,48 @@ def _named(stem: str) -> str:
     return (words[:1].upper() + words[1:]) or stem
 
 
+def parse_page(page: SourceDocument) -> list[Token]:
+    """The page's Markdown as CommonMark tokens: the one parse of a page that exact answers and
+    the retrieval corpus share.
+
+    MkDocs, Material or PyMdown syntax is read as plain Markdown (so that no answer shows it; a
+    page without it is read exactly as written), and blank lines stand in place of the front
+    matter, so that the tokens' line numbers are the file's.
+    """
+    front = page.front_matter
+    body = plain_markdown("\n".join(page.text.split("\n")[front.lines :]))
+    return _PARSER.parse("\n" * front.lines + body)
+
+
+def remember_reading(page: SourceDocument, tokens: Sequence[Token]) -> None:
+    """Read the page from ``tokens`` (its :func:`parse_page`) now and keep the reading on it,
+    for :func:`read_markdown_document`: a reader that parsed the page shares the parse."""
+    reading = _read_tokens(page, tokens, stem=_stem(page.path))
+    object.__setattr__(page, "_reading", reading)
+
+
+def _stem(path: str) -> str:
+    return PurePosixPath(path).with_suffix("").name
+
+
 def read_markdown_document(page: SourceDocument, *, stem: str) -> MarkdownDocument:
     """What the producer needs from one page (its front matter was checked when it was read).
+
+    The page is parsed with :func:`parse_page`, unless another reader kept the reading of that
+    parse on it (:func:`remember_reading`).
 
     Args:
         page: The page.
         stem: The fallback title when neither a level-1 heading nor a front matter title exists.
     """
-    text = page.text
-    front = page.front_matter
-    # Blank lines in place of the front matter keep markdown-it's line numbers the file's.
-    lines = text.split("\n")
-    # MkDocs, Material or PyMdown syntax is read as plain Markdown, so that no exact answer
-    # shows it; a page without it is read exactly as written.
-    body = plain_markdown("\n".join(lines[front.lines :]))
-    tokens = _PARSER.parse("\n" * front.lines + body)
+    kept = page._reading
+    if isinstance(kept, MarkdownDocument) and stem == _stem(page.path):
+        return kept
+    return _read_tokens(page, parse_page(page), stem=stem)
 
+
+def _read_tokens(page: SourceDocument, tokens: Sequence[Token], *, stem: str) -> MarkdownDocument:
+    front = page.front_matter
     slugger = HeadingSlugger()
     headings: list[Heading] = []
     title_heading: Heading | None = None

@@ -53,6 +53,7 @@ from agentskit_chat.retrieval import (
     guides_first,
     read_docs_folder,
 )
+from agentskit_chat.retrieval._index_cache import cached_or_memory_index
 from agentskit_chat.service import (
     AskService,
     AskSessionStore,
@@ -233,9 +234,10 @@ class DocsAssistant:
         generator = self._resolve_generator()
         # The folder is read once: exact answers and retrieval see the very same pages.
         folder = await anyio.to_thread.run_sync(read_docs_folder, self.docs_dir)
+        # Each page is parsed once, by the chunker, which keeps what the artifact reads of it.
+        corpus, weights, vocabulary = await anyio.to_thread.run_sync(self._load_corpus, folder)
         build = await anyio.to_thread.run_sync(self._build_artifact, folder)
         resolver = await anyio.to_thread.run_sync(self._create_resolver, build)
-        corpus, weights, vocabulary = await anyio.to_thread.run_sync(self._load_corpus, folder)
         # The site's own name: the title of the folder's root page, when it has one.
         site_terms = [
             term
@@ -243,11 +245,12 @@ class DocsAssistant:
             if document.path.lower() in _ROOT_PAGES
             for term in content_terms(document.title)
         ]
-        if self._index_path is not None:
+        if self._index_path is None:
+            # The index cache: reused while no page changes (docs/retrieval.md).
+            index = await anyio.to_thread.run_sync(cached_or_memory_index, folder.root, corpus)
+        else:
             await anyio.to_thread.run_sync(self._make_index_folder)
-        index = await SQLiteFTSRetriever.open(
-            ":memory:" if self._index_path is None else self._index_path, corpus=corpus
-        )
+            index = await SQLiteFTSRetriever.open(self._index_path, corpus=corpus)
         try:
             retriever = RelevantRetriever(
                 index, weights, self._relevance, vocabulary=vocabulary, site_terms=site_terms

@@ -45,8 +45,10 @@ def create_docs_assistant(
     Args:
         docs_dir: The folder of Markdown.
         site_id: The site's safe identifier (artifact, Ask site and metrics).
-        index_path: The SQLite index file, kept between runs and updated incrementally; by
-            default the index lives in memory.
+        index_path: The SQLite index file, kept between runs and updated incrementally
+            (``":memory:"``: in memory). By default the index cache is used: a read-only file
+            per version of the folder, in ``$AGENTSKIT_CACHE_DIR`` (else
+            ``~/.cache/agentskit-chat``), reused by the next start while no page changes.
         generator: What writes grounded answers; by default the model-free
             :class:`~agentskit_chat.generation.ExtractiveGenerator`.
         model: A pydantic-ai model string (``openai:gpt-4.1-mini``, ...) or model object,

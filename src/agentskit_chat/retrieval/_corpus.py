@@ -20,8 +20,8 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from agentskit_chat._doclinks import HeadingSlugger, github_slug, page_href
-from agentskit_chat._mkdocs import plain_markdown
 from agentskit_chat.answers import SourceDocument, is_markdown_name
+from agentskit_chat.answers._markdown import parse_page, remember_reading
 from agentskit_chat.errors import BuildError, ConfigurationError
 from agentskit_chat.protocol import is_safe_href
 from agentskit_chat.protocol._text import js_trim, utf16_len
@@ -48,14 +48,15 @@ _FENCE: Final = "```"
 TITLE_SEPARATOR = " › "
 
 #: Changes whenever chunking changes, so that persistent indexes know to rebuild.
-CHUNKER_VERSION = "5"
+CHUNKER_VERSION = "6"
 
 _MAX_TITLE_UNITS = 256
 _MAX_READABLE_ID = 100
 _TAG = re.compile(r"<!--.*?-->|<[^>]*>", re.DOTALL)
 _SPACES = re.compile(r"\s+")
 _NOT_ID = re.compile(r"[^A-Za-z0-9.-]+")
-_PARSER = MarkdownIt("commonmark").enable("table")
+#: Reads again, with GFM tables, the text of a paragraph that holds one (see ``_tokens``).
+_TABLES = MarkdownIt("commonmark").enable("table")
 _LANGUAGE = re.compile(r"[a-z0-9][a-z0-9+#-]{0,19}")
 _NAME_PARTS = re.compile(r"[-_\s]+")
 #: Page names that stand for their folder.
@@ -286,10 +287,38 @@ def _code_kind(info: str) -> str:
     return f"code:{language}" if _LANGUAGE.fullmatch(language) else "code"
 
 
-def _sections(markdown: str) -> list[_Section]:
+def _tokens(tokens: Sequence[Token]) -> list[Token]:
+    """The page's CommonMark tokens with each paragraph that holds a GFM table read as one.
+
+    The page was parsed once as CommonMark (:func:`~agentskit_chat.answers._markdown.parse_page`,
+    shared with exact answers), where a table is a paragraph of ``|`` lines; only such a
+    paragraph's own text is read again, with the table rule.
+    """
+    out: list[Token] = []
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        inline = tokens[index + 1] if index + 1 < len(tokens) else None
+        if (
+            token.type == "paragraph_open"
+            and inline is not None
+            and "|" in inline.content
+            and "\n" in inline.content
+        ):
+            read = _TABLES.parse(inline.content)
+            if any(part.type == "table_open" for part in read):
+                out.extend(read)
+                index += 3  # paragraph_open, inline, paragraph_close
+                continue
+        out.append(token)
+        index += 1
+    return out
+
+
+def _sections(page_tokens: Sequence[Token]) -> list[_Section]:
     slugger = HeadingSlugger()
     sections = [_Section(0, "", "")]
-    tokens = _PARSER.parse(markdown)
+    tokens = _tokens(page_tokens)
     marker: str | None = None
     row: list[str] | None = None
     in_head = False
@@ -459,7 +488,11 @@ def _chunk_id(path: str, slug: str | None, part: int) -> str:
 
 def _document(source: SourceDocument, *, prefix: str) -> MarkdownDocument:
     path, digest, front_title = source.path, source.sha256, source.front_matter.title
-    sections = _sections(plain_markdown(source.body))
+    # One parse of the page: the chunks come from it, and so does what the artifact producer
+    # reads, kept on the page for it.
+    tokens = parse_page(source)
+    remember_reading(source, tokens)
+    sections = _sections(tokens)
     # The page title is the first heading when it is an H1 before any other heading; its
     # section is the page's introduction and the title is left out of every heading path.
     first = sections[1] if len(sections) > 1 else None

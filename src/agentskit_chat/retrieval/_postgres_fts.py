@@ -74,11 +74,17 @@ _SCHEMA = (
 )
 _DROP = "DROP TABLE IF EXISTS {chunks}, {files}, {meta}"
 _LOCK = "SELECT pg_advisory_xact_lock(hashtext(%s))"
-_SEARCH = """SELECT id, title, href, body, ts_rank_cd(%s::float4[], document, query) AS score
-FROM {chunks}, websearch_to_tsquery('english', %s) AS query
-WHERE document @@ query
-ORDER BY score DESC, id
-LIMIT %s"""
+# Ranked and cut to the limit first; only the chunks kept are joined for their bodies.
+_SEARCH = """SELECT c.id, c.title, c.href, c.body, ranked.score
+FROM (
+    SELECT id, ts_rank_cd(%s::float4[], document, query) AS score
+    FROM {chunks}, websearch_to_tsquery('english', %s) AS query
+    WHERE document @@ query
+    ORDER BY score DESC, id
+    LIMIT %s
+) AS ranked
+JOIN {chunks} AS c ON c.id = ranked.id
+ORDER BY ranked.score DESC, c.id"""
 
 
 def _failure(exc: Exception) -> RetrievalError | None:

@@ -14,6 +14,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Sequence
 from functools import partial
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeVar
 
@@ -38,11 +39,13 @@ from ._results import (
 if TYPE_CHECKING:
     from agentskit_chat.service import RetrievalRequest
 
-__all__ = ["SQLiteFTSRetriever", "build_index", "fts5_query", "spread_pages"]
+__all__ = ["INDEX_FORMAT", "SQLiteFTSRetriever", "build_index", "fts5_query", "spread_pages"]
 
 T = TypeVar("T")
 
 _SCHEMA_VERSION = "1"
+#: The index file's format, part of the key of a cached index (``_index_cache``).
+INDEX_FORMAT = f"sqlite-fts5-{_SCHEMA_VERSION}"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, sha256 TEXT NOT NULL);
@@ -81,12 +84,19 @@ DROP TABLE IF EXISTS meta;
 #: With pages spread, this many times the hits asked for are ranked (at most ``_MAX_FETCH``).
 _SPREAD_FETCH = 4
 _MAX_FETCH = 200
+# Ranked and cut to the limit first (a tie broken by the chunk id, as stable as the id);
+# only the chunks kept are joined for their title, link and body.
 _SEARCH = """
-SELECT c.id, c.title, c.href, c.body, bm25(chunks_fts, ?, ?, 1.0) AS score
-FROM chunks_fts JOIN chunks AS c ON c.rowid = chunks_fts.rowid
-WHERE chunks_fts MATCH ?
-ORDER BY score, c.id
-LIMIT ?
+SELECT c.id, c.title, c.href, c.body, ranked.score
+FROM (
+    SELECT chunks_fts.rowid AS rowid, bm25(chunks_fts, ?, ?, 1.0) AS score, k.id AS id
+    FROM chunks_fts JOIN chunks AS k ON k.rowid = chunks_fts.rowid
+    WHERE chunks_fts MATCH ?
+    ORDER BY score, k.id
+    LIMIT ?
+) AS ranked
+JOIN chunks AS c ON c.rowid = ranked.rowid
+ORDER BY ranked.score, ranked.id
 """
 
 
@@ -145,6 +155,8 @@ class SQLiteFTSRetriever:
         ['/docs/operations#rate-limits', ...]
     """
 
+    _last_report: IndexReport | None
+
     def __init__(
         self,
         index_path: str | os.PathLike[str] = ":memory:",
@@ -155,16 +167,7 @@ class SQLiteFTSRetriever:
         context_weight: float = 2.0,
         per_page: int | None = 2,
     ) -> None:
-        if per_page is not None and (type(per_page) is not int or per_page < 1):
-            raise ConfigurationError("per_page must be a positive integer or None")
-        self._per_page = per_page
-        self._top_k = check_top_k(top_k)
-        self._weights = (check_weight(title_weight), check_weight(context_weight))
-        self._lock = threading.Lock()
-        self._guard = threading.Lock()
-        self._running: object | None = None
-        self._closed = False
-        self._last_report: IndexReport | None = None
+        self._configure(top_k, title_weight, context_weight, per_page)
         try:
             self._connection = sqlite3.connect(
                 os.fspath(index_path), check_same_thread=False, isolation_level=None, timeout=30
@@ -174,6 +177,72 @@ class SQLiteFTSRetriever:
             raise RetrievalError("The SQLite index could not be opened.") from None
         if corpus is not None:
             self._last_report = self._locked(partial(self._index, corpus))
+
+    def _configure(
+        self, top_k: int, title_weight: float, context_weight: float, per_page: int | None
+    ) -> None:
+        if per_page is not None and (type(per_page) is not int or per_page < 1):
+            raise ConfigurationError("per_page must be a positive integer or None")
+        self._per_page = per_page
+        self._top_k = check_top_k(top_k)
+        self._weights = (check_weight(title_weight), check_weight(context_weight))
+        self._lock = threading.Lock()
+        self._guard = threading.Lock()
+        self._running: object | None = None
+        self._closed = False
+        self._last_report = None
+
+    @classmethod
+    def read_only(
+        cls,
+        index_path: str | os.PathLike[str],
+        *,
+        corpus: MarkdownCorpus,
+        top_k: int = DEFAULT_TOP_K,
+        title_weight: float = 10.0,
+        context_weight: float = 2.0,
+        per_page: int | None = 2,
+        report: IndexReport | None = None,
+    ) -> SQLiteFTSRetriever:
+        """Open a finished index file for searching only, if it is the index of ``corpus``.
+
+        The file is opened read-only and immutable (no locks, no journal: it must never be
+        written again, only replaced), and checked: same index format, same chunking settings,
+        and the same SHA-256 for every document of ``corpus``, none more. Options are the
+        constructor's; ``report`` is what :attr:`last_report` says (by default: nothing
+        changed).
+
+        Raises:
+            ConfigurationError: ``top_k`` or a weight is out of range.
+            RetrievalError: the file cannot be opened, or it is not the index of ``corpus``.
+        """
+        self = cls.__new__(cls)
+        self._configure(top_k, title_weight, context_weight, per_page)
+        uri = f"{Path(index_path).resolve().as_uri()}?mode=ro&immutable=1"
+        try:
+            self._connection = sqlite3.connect(
+                uri, uri=True, check_same_thread=False, isolation_level=None
+            )
+            checked = self._locked(partial(self._matching, corpus))
+        except (sqlite3.Error, RetrievalError):
+            with contextlib.suppress(AttributeError, sqlite3.Error):
+                self._connection.close()
+            raise RetrievalError("The SQLite index could not be opened.") from None
+        if checked is None:
+            self._connection.close()
+            raise RetrievalError("The SQLite index is not the index of these documents.")
+        self._last_report = checked if report is None else report
+        return self
+
+    def seal(self) -> None:
+        """Close the index as one self-contained file (no write-ahead log beside it), to be
+        opened :meth:`read_only` from then on."""
+        with self._lock:
+            if not self._closed:
+                with contextlib.suppress(sqlite3.Error):
+                    self._connection.execute("PRAGMA journal_mode=DELETE")
+                self._closed = True
+                self._connection.close()
 
     @classmethod
     async def open(
@@ -323,6 +392,17 @@ class SQLiteFTSRetriever:
         connection.execute(
             "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (_SCHEMA_VERSION,)
         )
+
+    def _matching(self, corpus: MarkdownCorpus) -> IndexReport | None:
+        """An all-unchanged report when this index is ``corpus``'s, else ``None``."""
+        meta = dict(self._connection.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("schema") != _SCHEMA_VERSION or meta.get("settings") != corpus.settings:
+            return None
+        manifest = corpus.manifest
+        if self._manifest() != manifest:
+            return None
+        total = self._connection.execute("SELECT count(*) FROM chunks").fetchone()[0]
+        return IndexReport((), (), (), len(manifest), total, False)
 
     def _manifest(self) -> dict[str, str]:
         rows = self._connection.execute("SELECT path, sha256 FROM files ORDER BY path")
