@@ -215,8 +215,9 @@ class ChatSession:
         """The last finished turns, oldest first (at most 64)."""
         return tuple(self._terminal_turns)
 
-    def build_snapshot(self) -> SessionSnapshot:
-        """The snapshot the next save would store (its cursor is the current one plus 1).
+    def build_snapshot(self, *, ahead: int = 0) -> SessionSnapshot:
+        """The snapshot the next save would store (its cursor is the current one plus 1, plus
+        ``ahead``).
 
         Raises:
             ConfigurationError: the snapshot is not valid (cannot happen for data that entered
@@ -229,7 +230,7 @@ class ChatSession:
             "definition_id": self.definition_id,
             "definition_revision": self.definition_revision,
             "updated_at": format_message_timestamp(self._now()),
-            "cursor": self._cursor + 1,
+            "cursor": self._cursor + 1 + ahead,
         }
         if self._active_turn is not None:
             fields["active_turn"] = self._active_turn
@@ -249,8 +250,8 @@ class ChatSession:
         else:
             self._dirty = True
 
-    async def _save(self, storage: SessionStorage) -> None:
-        snapshot = self.build_snapshot()
+    async def _save(self, storage: SessionStorage, ahead: int = 0) -> None:
+        snapshot = self.build_snapshot(ahead=ahead)
         expected = self._cursor if self._exists else None
         if not await storage.save(snapshot, expected):
             raise SessionConflictError()
@@ -279,22 +280,33 @@ class ChatSession:
                     self._failure = error
                     self._report(error)
 
-    async def persist(self) -> None:
+    async def persist(self, *, ahead: int = 0) -> None:
         """Save the session now.
 
         Without storage, this only advances the cursor. With storage, the snapshot is built
         when the save runs and stored by compare-and-set on the cursor.
 
+        Args:
+            ahead: How many cursor values the save skips: the cursor goes from ``c`` to
+                ``c + 1 + ahead``, so the numbers from ``c + 1`` to ``c + ahead`` are below the
+                stored cursor and no later save stores them (a chat stream numbers its lines
+                with them without saving each one).
+
         Raises:
             SessionConflictError: the stored snapshot changed in another client.
+            ConfigurationError: ``ahead`` is not a non-negative integer.
             Exception: a failure left by a save that dispatch scheduled (raised once, without
                 saving; call ``persist()`` again), or whatever the storage raised.
         """
-        await self._persist(self._storage, raise_pending=True)
+        if type(ahead) is not int or ahead < 0:
+            raise ConfigurationError("Session save is invalid.")
+        await self._persist(self._storage, raise_pending=True, ahead=ahead)
 
-    async def _persist(self, storage: SessionStorage | None, *, raise_pending: bool) -> None:
+    async def _persist(
+        self, storage: SessionStorage | None, *, raise_pending: bool, ahead: int = 0
+    ) -> None:
         if storage is None:
-            self._cursor += 1
+            self._cursor += 1 + ahead
             return
         async with self._lock:
             failure = self._failure
@@ -306,7 +318,7 @@ class ChatSession:
                 # Shielded for the same reason as scheduled saves: a save cancelled after the
                 # store committed would leave this session behind the stored cursor.
                 with anyio.CancelScope(shield=True):
-                    await self._save(storage)
+                    await self._save(storage, ahead)
             except BaseException:
                 self._dirty = True
                 raise

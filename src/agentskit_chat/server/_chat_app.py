@@ -79,6 +79,7 @@ from ._chat_interactions import accept_interaction, find_shown_frame
 from ._chat_operations import OPERATION_UNAVAILABLE_MESSAGE, operation_target, turn_operation
 from ._history import compact_history, exceeds_record_limits
 from ._observe import TurnEvents, note_error
+from ._snapshot_lines import SnapshotLines
 
 __all__ = [
     "ChatApp",
@@ -434,6 +435,8 @@ class _Turn:
         self._numbered = 0  # the sequence of the last line numbered from a reservation
         self._line_sequence: int | None = None  # reserved for the line being written
         self._saved_at: float | None = None  # when the stream last saved the session
+        #: Encodes the stream's lines, each message once.
+        self.lines = SnapshotLines()
         self._unsubscribe = controller.subscribe(self._on_state)
         abort.listeners.append(self._on_abort)
 
@@ -1194,19 +1197,18 @@ class ChatApp:
             raise
 
     def _encode_snapshot(self, turn: _Turn, state: ChatState) -> str:
-        event = create_snapshot_event(
+        return turn.lines.encode(
             event_id=self._create_id(),
             session_id=turn.submission.session_id,
             turn_id=turn.submission.turn_id,
             sequence=turn.take_sequence(),
             emitted_at=self._now(),
-            messages=[message.to_record() for message in state.messages],
+            messages=state.messages,
             status=_status(state),
             usage=state.usage,
             lineage=turn.lineage or None,
             error=_TURN_FAILED if state.error is not None else None,
         )
-        return event.to_json()
 
     def _diagnostic_line(self, turn: _Turn, failure: _Failure) -> str:
         return encode_turn_event(
