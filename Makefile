@@ -46,6 +46,7 @@ bench: install
 	$(VENV)/bin/python bench/chat.py
 	$(VENV)/bin/python bench/storage.py
 	$(VENV)/bin/python bench/cli.py
+	$(VENV)/bin/python bench/serve.py
 	$(VENV)/bin/python bench/index.py
 
 # Two chat workers under 32 clients for AGENTSKIT_SOAK_MINUTES (10 by default); exits 1 on an
