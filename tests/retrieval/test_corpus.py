@@ -376,3 +376,24 @@ def test_a_table_is_read_from_the_one_commonmark_parse_wherever_it_sits() -> Non
     assert "Options:\n\n| Name | Value |\n| --- | --- |\n| `a` | 1 |" in body
     assert "| K | V |\n| --- | --- |\n| x | y |" in body
     assert body.endswith("No | table | here.")
+
+
+def test_logos_badges_and_figures_are_left_out_of_a_chunks_text() -> None:
+    page = (
+        "# Acme\n\n"
+        "![Acme logo](logo.svg)\n\n"
+        "| | |\n| --- | --- |\n"
+        "| CI | [![Build](https://ci.example/badge.svg)](https://ci.example) |\n"
+        "| Package | ![PyPI - Version](https://img.example/v.svg) |\n\n"
+        "Acme builds wheels. ![diagram of a build](build.png) It is fast.\n\n"
+        "| Option | Default |\n| --- | --- |\n| `jobs` | 4 ![star](star.svg) |\n"
+    )
+    [chunk] = chunk_markdown(page, path="index.md").chunks
+    assert "logo" not in chunk.text
+    assert "Build" not in chunk.text
+    assert "PyPI" not in chunk.text
+    assert "CI" not in chunk.text
+    # An image among words reads as its alt text; a row with text beside an image stays.
+    assert "Acme builds wheels. diagram of a build It is fast." in chunk.text
+    assert "| `jobs` | 4 star |" in chunk.text
+    assert "| Option | Default |" in chunk.text

@@ -48,7 +48,7 @@ _FENCE: Final = "```"
 TITLE_SEPARATOR = " › "
 
 #: Changes whenever chunking changes, so that persistent indexes know to rebuild.
-CHUNKER_VERSION = "6"
+CHUNKER_VERSION = "7"
 
 _MAX_TITLE_UNITS = 256
 _MAX_READABLE_ID = 100
@@ -260,7 +260,12 @@ def _code_span(code: str) -> str:
     return f"{ticks}{pad}{code}{pad}{ticks}"
 
 
-def _inline_text(token: Token, *, code: bool = True) -> str:
+def _inline_text(token: Token, *, code: bool = True, images: bool = True) -> str:
+    """The inline token's text, an image read as its alt text; without ``images``, nothing
+    when the token holds images and no text of its own (a logo, a row of badges, a figure:
+    a section's text leaves them out, they say nothing a question asks about)."""
+    if not images and _only_images(token):
+        return ""
     parts: list[str] = []
     for child in token.children or ():
         if child.type == "code_inline" and code:
@@ -315,12 +320,24 @@ def _tokens(tokens: Sequence[Token]) -> list[Token]:
     return out
 
 
+def _only_images(token: Token) -> bool:
+    """Whether ``token`` holds an image and no text but spaces (links around images too)."""
+    children = token.children or ()
+    return any(child.type == "image" for child in children) and all(
+        child.type in ("image", "link_open", "link_close", "softbreak", "hardbreak")
+        or (child.type == "text" and not child.content.strip())
+        for child in children
+    )
+
+
 def _sections(page_tokens: Sequence[Token]) -> list[_Section]:
     slugger = HeadingSlugger()
     sections = [_Section(0, "", "")]
     tokens = _tokens(page_tokens)
     marker: str | None = None
     row: list[str] | None = None
+    row_images = False  # whether a cell held only images (a row of badges)
+    head_at: int | None = None  # where the open table's header row is, in its section
     in_head = False
     index = 0
     while index < len(tokens):
@@ -338,15 +355,26 @@ def _sections(page_tokens: Sequence[Token]) -> list[_Section]:
         elif token.type == "thead_close":
             in_head = False
         elif token.type == "tr_open":
-            row = []
+            row, row_images = [], False
         elif token.type == "tr_close" and row is not None:
-            if any(row) or in_head:
-                blocks.append(("row", _table_row(row, header=in_head)))
+            # A row of badges or logos (images beside at most a label) says nothing.
+            badges = row_images and sum(1 for cell in row if cell) <= 1
+            if in_head:
+                head_at = len(blocks)
+                blocks.append(("row", _table_row(row, header=True)))
+            elif any(row) and not badges:
+                blocks.append(("row", _table_row(row, header=False)))
             row = None
+        elif token.type == "table_close":
+            # A table whose every row was left out goes with its header.
+            if head_at is not None and head_at == len(blocks) - 1:
+                blocks.pop()
+            head_at = None
         elif token.type == "inline":
-            text = _inline_text(token)
+            text = _inline_text(token, images=False)
             if row is not None:
                 row.append(text)
+                row_images = row_images or _only_images(token)
             elif text:
                 blocks.append(("item", marker + text) if marker else ("para", text))
             marker = None
