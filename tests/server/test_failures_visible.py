@@ -359,24 +359,30 @@ async def test_metrics_count_turns_busy_refusals_and_rate_limits_behind_the_key(
 # --- /healthz on SQLite ----------------------------------------------------------------------
 
 
-async def test_healthz_pings_sqlite_and_fails_typed_when_the_store_is_closed(
+async def test_healthz_pings_sqlite_and_fails_typed_while_a_stuck_writer_holds_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO, logger="agentskit_chat")
-    stores = open_chat_stores(f"sqlite:///{tmp_path / 'chat.db'}")
-    await stores.open()
-    app = create_app(definition(EchoAdapter()), store=stores, rate_limits=None)
+    path = tmp_path / "chat.db"
+    app = create_app(definition(EchoAdapter()), store=f"sqlite:///{path}", rate_limits=None)
     async with serve(app) as url, httpx.AsyncClient(base_url=url) as client:
         healthy = await client.get("/healthz")
-        await stores.aclose()
-        closed = await client.get("/healthz")
+        locker = sqlite3.connect(path, isolation_level=None)
+        try:
+            locker.execute("BEGIN EXCLUSIVE")
+            locked = await client.get("/healthz")
+        finally:
+            locker.execute("ROLLBACK")
+            locker.close()
+        again = await client.get("/healthz")
     assert (healthy.status_code, healthy.json()) == (200, {"status": "ok"})
-    assert (closed.status_code, closed.json()) == (
+    assert (locked.status_code, locked.json()) == (
         503,
         {"status": "unavailable", "failing": ["store"]},
     )
+    assert (again.status_code, again.json()) == (200, {"status": "ok"})
     (ping,) = _records(caplog, STORE_LOGGER)
-    assert (ping.store, ping.operation, ping.retryable) == ("sqlite", "ping", False)  # type: ignore[attr-defined]
+    assert (ping.store, ping.operation, ping.retryable) == ("sqlite", "ping", True)  # type: ignore[attr-defined]
 
 
 # --- the docs chat ---------------------------------------------------------------------------

@@ -15,11 +15,13 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import anyio.to_thread
 
 from agentskit_chat._drivers import postgres_pool, redis_client
 from agentskit_chat.conversation import InMemorySessionStorage, SessionStorage
-from agentskit_chat.errors import ConfigurationError
+from agentskit_chat.errors import ConfigurationError, StorageError
 from agentskit_chat.runtime import ChatMemory, InMemoryChatMemory
 from agentskit_chat.service import AskSessionStore
 
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
 __all__ = ["ChatStores", "open_chat_stores"]
 
 Backend = Literal["memory", "sqlite", "postgresql", "redis"]
+#: How long a SQLite ping waits for another connection's write lock, in seconds.
+_PING_BUSY_S: Final = 1.0
 
 
 async def _nothing() -> None:
@@ -77,8 +81,9 @@ class ChatStores:
         await self._open()
 
     async def ping(self) -> None:
-        """One cheap round trip to the backend: ``SELECT 1`` on SQLite and PostgreSQL,
-        ``PING`` on Redis (nothing to do in memory). No deadline of its own: bound it.
+        """One cheap round trip to the backend: ``SELECT 1`` on PostgreSQL, ``PING`` on Redis,
+        and on SQLite a fresh connection to the file that takes the write lock and gives it
+        back (waiting a second at most); nothing to do in memory. Bound it with a deadline.
 
         Raises:
             StorageError: the backend cannot be reached or used.
@@ -171,8 +176,27 @@ def _sqlite_stores(path: str) -> ChatStores:
         await open_()
         return await sessions._file.run(lambda connection: delete_idle(cutoff, connection))
 
+    def probe() -> None:
+        # A fresh connection to the file where it should be, and a write lock taken and given
+        # back at once: fails when the file or its folder went away (an open connection would
+        # still read its unlinked file), or when a stuck writer holds the lock.
+        try:
+            connection = sqlite3.connect(
+                f"{Path(path).resolve().as_uri()}?mode=rw",
+                uri=True,
+                timeout=_PING_BUSY_S,
+                isolation_level=None,
+            )
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+                connection.execute("ROLLBACK")
+            finally:
+                connection.close()
+        except sqlite3.Error:
+            raise StorageError("The SQLite store is unavailable.", retryable=True) from None
+
     async def ping() -> None:
-        await sessions._file.run(lambda connection: connection.execute("SELECT 1").fetchone())
+        await anyio.to_thread.run_sync(probe)
 
     return ChatStores(
         "sqlite",
