@@ -377,6 +377,9 @@ def verdict(
     p50 = statistics.median(latencies) if latencies else 0.0
     p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))] if latencies else 0.0
     errors = sum(figures.errors.values())
+    by_minute: dict[int, list[int]] = {}
+    for at, size in memory.samples:
+        by_minute.setdefault(int(at // 60), []).append(size)
     return {
         "minutes": round(seconds / 60, 3),
         "clients": CLIENTS,
@@ -394,6 +397,9 @@ def verdict(
         "rss_last_mb": round(rss_last / 2**20, 1),
         "rss_growth_pct": round(growth * 100, 2),
         "rss_samples": [len(first), len(last)],
+        "rss_by_minute_mb": [
+            round(statistics.median(sizes) / 2**20, 1) for _, sizes in sorted(by_minute.items())
+        ],
         "passed": errors == 0
         and figures.turns > 0
         and bool(first and last)
@@ -418,6 +424,7 @@ def report(result: dict[str, Any]) -> None:
         f"{result['rss_last_mb']} MB, growth {result['rss_growth_pct']:+.2f} % "
         f"(limit {GROWTH_LIMIT * 100:.0f} %)"
     )
+    print(f"  worker RSS by minute (MB): {result['rss_by_minute_mb']}")
     print(f"  server start {result['start_s']} s, stop {result['stop_s']} s")
     print("PASS" if result["passed"] else "FAIL")
     print("SOAK-RESULT " + json.dumps(result, sort_keys=True))

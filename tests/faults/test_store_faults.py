@@ -54,6 +54,8 @@ OUTAGE_MIN_S: Final = 2.0
 OUTAGE_MAX_S: Final = 13.0
 #: Full service after the store is back, at most.
 RECOVERY_S: Final = 5.0
+#: Load after full service is back, all of which must be served.
+STEADY_S: Final = 1.0
 #: How long the test waits for recovery before giving up (to report how long it took).
 RECOVERY_WAIT_S: Final = 15.0
 #: A ``/healthz`` answer later than this is a hang (its checks time out after 5 s).
@@ -182,7 +184,6 @@ class _Probe:
 def _recovered_at(load: Load, health: _Health, probe: _Probe, up: float) -> float | None:
     """When full service was back: /healthz 200, the probe's new conversation, and a
     completed turn of every client (each in the conversation it was in); ``None`` if not."""
-    healthy = [started + took for started, status, took in health.samples if started >= up]
     healthy_at = next(
         (
             started + took
@@ -191,7 +192,7 @@ def _recovered_at(load: Load, health: _Health, probe: _Probe, up: float) -> floa
         ),
         None,
     )
-    if not healthy or healthy_at is None or probe.completed_at is None:
+    if healthy_at is None or probe.completed_at is None:
         return None
     moments = [healthy_at, probe.completed_at]
     for number in range(CLIENTS):
@@ -289,6 +290,7 @@ async def test_a_store_outage_is_typed_logged_and_unhealthy_and_service_returns_
                 recovered = _recovered_at(load, health, probe, up)
                 if recovered is not None:
                     break
+            await anyio.sleep(STEADY_S)  # and it stays so
             load.stop()
             health.stop.set()
         metrics = await _metrics(url)
@@ -350,6 +352,10 @@ async def test_a_store_outage_is_typed_logged_and_unhealthy_and_service_returns_
     assert recovered - up <= RECOVERY_S, (
         f"full service {recovered - up:.2f} s after the restart: {summary(load.since(up))}"
     )
+    after = load.since(recovered)
+    assert after, "no request after full service was back"
+    assert {o.kind for o in after} <= {"complete", "read"}, summary(after)
+    assert set(health.between(recovered, float("inf"))) <= {200}
 
     # The chat metrics counted it: store errors, and exactly the turns the clients saw
     # complete (theirs and the probe's).
