@@ -263,3 +263,42 @@ async def test_a_question_whose_parts_each_have_a_section_is_answered(
     assert {"/docs/themes", "/docs/license", "/docs/cache#cache-lifetime"} <= kept
     # A part that nothing answers leaves the question to the whole-question rule.
     assert await retriever.relevant("Which theme is dark, and which GPU does it need?") == []
+
+
+THEMES_QUESTION = "Which colour schemes come as dark themes out of the box?"
+
+
+def test_a_first_hit_whose_heading_the_question_names_is_relevant_when_well_ahead() -> None:
+    # The question paraphrases the section: few of its words are the section's, but the
+    # section's heading is one of them and search ranks it well ahead of the rest.
+    rule = RelevanceRule()
+    themes = hit("FAQ › Dark themes", "The widget ships a light and a dark theme.", score=10.0)
+    license_ = hit("FAQ › Licensing", "The widget is released under the MIT license.", 5.0)
+    assert not rule.judge(THEMES_QUESTION, themes, WEIGHTS).relevant
+    assert rule.select(THEMES_QUESTION, [themes, license_], WEIGHTS) == [themes]
+    # Not well ahead: nothing to go on but the words.
+    close = hit("FAQ › Dark themes", "The widget ships a light and a dark theme.", score=5.5)
+    assert rule.select(THEMES_QUESTION, [close, license_], WEIGHTS) == []
+    # A heading with a word the question does not use, or of one word, says too little.
+    for heading in ("FAQ › Dark themes for apps", "FAQ › Themes"):
+        other = hit(heading, "The widget ships a light and a dark theme.", 10.0)
+        assert rule.select(THEMES_QUESTION, [other, license_], WEIGHTS) == []
+
+
+def test_a_landing_pages_opening_answers_only_when_ranked_first() -> None:
+    rule = RelevanceRule()
+    overview = RetrievedChunk(
+        id="index",
+        title="Widget",
+        href="/docs",
+        text="- Themes: colour schemes out of the box\n- Caching\n- Logging",
+        score=5.0,
+    )
+    license_ = hit("FAQ › Licensing", "The widget is released under the MIT license.", 6.0)
+    assert rule.judge(THEMES_QUESTION, overview, WEIGHTS).relevant
+    landing = frozenset({"/docs"})
+    assert rule.select(THEMES_QUESTION, [license_, overview], WEIGHTS, overviews=landing) == []
+    assert rule.select(THEMES_QUESTION, [license_, overview], WEIGHTS) == [overview]
+    assert rule.select(THEMES_QUESTION, [overview, license_], WEIGHTS, overviews=landing) == [
+        overview
+    ]

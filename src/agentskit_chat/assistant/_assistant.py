@@ -245,6 +245,12 @@ class DocsAssistant:
             if document.path.lower() in _ROOT_PAGES
             for term in content_terms(document.title)
         ]
+        # The root page's opening: a landing page naming every feature in passing.
+        overviews = [
+            chunk.href
+            for chunk in corpus.chunks
+            if chunk.path.lower() in _ROOT_PAGES and not chunk.heading_path
+        ]
         if self._index_path is None:
             # The index cache: reused while no page changes (docs/retrieval.md).
             index = await anyio.to_thread.run_sync(cached_or_memory_index, folder.root, corpus)
@@ -253,7 +259,12 @@ class DocsAssistant:
             index = await SQLiteFTSRetriever.open(self._index_path, corpus=corpus)
         try:
             retriever = RelevantRetriever(
-                index, weights, self._relevance, vocabulary=vocabulary, site_terms=site_terms
+                index,
+                weights,
+                self._relevance,
+                vocabulary=vocabulary,
+                site_terms=site_terms,
+                overviews=overviews,
             )
             site = site_config(self.site_id, self._store is not None, self._max_sources)
             service = AskService(

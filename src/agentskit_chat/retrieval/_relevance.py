@@ -49,6 +49,7 @@ from agentskit_chat._terms import (
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import GroundedSource
 
+from ._corpus import TITLE_SEPARATOR
 from ._page_kinds import guides_first, set_aside
 from ._results import RetrievedChunk
 
@@ -192,11 +193,21 @@ class RelevanceRule:
         weights: TermWeights,
         *,
         site_terms: frozenset[str] = frozenset(),
+        overviews: frozenset[str] = frozenset(),
     ) -> list[RetrievedChunk]:
         """The hits to answer ``question`` from, in their order (best first); none when no
         hit is relevant. ``site_terms`` (the site's own name) are not counted, unless the
-        question has no other term."""
-        return self._select(question, hits, weights, relevant=False, site_terms=site_terms)
+        question has no other term.
+
+        Beside coverage, the first hit is relevant when its own heading is the question's
+        words (at least two terms, all the question's) and search ranks it well ahead of the
+        rest (:func:`heading_leads`): a question that paraphrases a section names its heading. An
+        ``overviews`` hit (the link of a landing page's opening, which names every feature in
+        passing) is used only when search ranks it first.
+        """
+        return self._select(
+            question, hits, weights, relevant=False, site_terms=site_terms, overviews=overviews
+        )
 
     def _select(
         self,
@@ -206,6 +217,7 @@ class RelevanceRule:
         *,
         relevant: bool,
         site_terms: frozenset[str] = frozenset(),
+        overviews: frozenset[str] = frozenset(),
     ) -> list[RetrievedChunk]:
         """:meth:`select`, or, when the question is known ``relevant`` otherwise (each of its
         parts is), the hits at least as good as the companions of a relevant one."""
@@ -213,12 +225,53 @@ class RelevanceRule:
         terms = topic_terms(content_terms(question), site_terms)
         names = name_terms(question)
         verdicts = [self._judge(terms, names, hit, weights) for hit in hits]
-        if not relevant and not any(verdict.relevant for verdict in verdicts):
+        # A landing page's opening counts only when it ranks first.
+        usable = [at == 0 or hit.href not in overviews for at, hit in enumerate(hits)]
+        lead = (
+            bool(hits) and not verdicts[0].unknown_names and heading_leads(terms, hits, site_terms)
+        )
+        if not (relevant or lead) and not any(
+            verdict.relevant and use for verdict, use in zip(verdicts, usable, strict=True)
+        ):
             return []
         floor = self.keep_share * self.min_coverage
         return [
-            hit for hit, verdict in zip(hits, verdicts, strict=True) if verdict.coverage >= floor
+            hit
+            for at, (hit, verdict, use) in enumerate(zip(hits, verdicts, usable, strict=True))
+            if (use and verdict.coverage >= floor) or (at == 0 and lead)
         ]
+
+
+#: The first hit leads on its heading when its search score is at least this many times
+#: every other hit's.
+HEADING_MARGIN = 1.2
+#: ... and its heading has at least this many terms, all the question's: one shared word is
+#: what coverage already weighs ("Which license covers the weather station?" and "Licensing").
+HEADING_TERMS = 2
+
+
+def heading_terms(hit: RetrievedChunk, site_terms: frozenset[str] = frozenset()) -> frozenset[str]:
+    """The content terms of ``hit``'s own heading (the last part of its title), without the
+    site's own name."""
+    heading = hit.title.rsplit(TITLE_SEPARATOR, 1)[-1]
+    return frozenset(content_terms(heading)) - site_terms
+
+
+def heading_leads(
+    terms: Sequence[str], hits: Sequence[RetrievedChunk], site_terms: frozenset[str]
+) -> bool:
+    """Whether the first of ``hits`` answers on its heading: its own heading has at least
+    :data:`HEADING_TERMS` terms, each one of the question's ``terms``, and its score is at least :data:`HEADING_MARGIN` times
+    every other hit's, of which there is at least one ("How do I start a new project?" and
+    the section "New project")."""
+    if not hits:
+        return False
+    own = heading_terms(hits[0], site_terms)
+    if len(own) < HEADING_TERMS or not own <= set(terms):
+        return False
+    first = hits[0].score
+    rest = [hit.score for hit in hits[1:]]
+    return first > 0 and bool(rest) and all(first >= HEADING_MARGIN * score for score in rest)
 
 
 def topic_terms(terms: tuple[str, ...], site_terms: frozenset[str]) -> tuple[str, ...]:
@@ -252,7 +305,9 @@ class RelevantRetriever:
     word is read as the corpus word one edit away. ``site_terms`` are the terms of the site's
     own name (the docs assistant passes the root page's title): every page is about the site,
     so a question's "with PyMdown Extensions" says nothing about which page answers it, and
-    those terms are not counted (unless the question has no other term).
+    those terms are not counted (unless the question has no other term). ``overviews`` are the
+    links of landing pages' openings (the docs assistant passes the root page's): used only
+    when search ranks one first.
     """
 
     def __init__(
@@ -264,6 +319,7 @@ class RelevantRetriever:
         top_k: int = 8,
         vocabulary: Mapping[str, int] | None = None,
         site_terms: Iterable[str] = (),
+        overviews: Iterable[str] = (),
     ) -> None:
         self._index = index
         self._weights = weights
@@ -271,6 +327,7 @@ class RelevantRetriever:
         self._top_k = top_k
         self._vocabulary = vocabulary
         self._site_terms = frozenset(site_terms)
+        self._overviews = frozenset(overviews)
 
     @property
     def rule(self) -> RelevanceRule:
@@ -289,7 +346,13 @@ class RelevantRetriever:
         hits = guides_first(question, await self._index.search(question, self._top_k))
         context, clauses = question_clauses(question)
         if len(clauses) < 2:
-            selected = self._rule.select(question, hits, self._weights, site_terms=self._site_terms)
+            selected = self._rule.select(
+                question,
+                hits,
+                self._weights,
+                site_terms=self._site_terms,
+                overviews=self._overviews,
+            )
             return set_aside(question, selected)
         names = name_terms(question)
         firsts: list[RetrievedChunk] = []
@@ -313,7 +376,12 @@ class RelevantRetriever:
                 firsts.append(best)
         each_part = len(firsts) == parts > 1
         kept = self._rule._select(
-            question, hits, self._weights, relevant=each_part, site_terms=self._site_terms
+            question,
+            hits,
+            self._weights,
+            relevant=each_part,
+            site_terms=self._site_terms,
+            overviews=self._overviews,
         )
         if not kept and not each_part:
             return []
