@@ -261,9 +261,9 @@ def heading_leads(
     terms: Sequence[str], hits: Sequence[RetrievedChunk], site_terms: frozenset[str]
 ) -> bool:
     """Whether the first of ``hits`` answers on its heading: its own heading has at least
-    :data:`HEADING_TERMS` terms, each one of the question's ``terms``, and its score is at least :data:`HEADING_MARGIN` times
-    every other hit's, of which there is at least one ("How do I start a new project?" and
-    the section "New project")."""
+    :data:`HEADING_TERMS` terms, each one of the question's ``terms``, and its score is at
+    least :data:`HEADING_MARGIN` times every other hit's, of which there is at least one
+    ("How do I start a new project?" and the section "New project")."""
     if not hits:
         return False
     own = heading_terms(hits[0], site_terms)
