@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -160,10 +161,10 @@ def group_search() -> dict[str, float]:
 
         for _ in range(SEARCH_ROUNDS):
             for question, match in zip(QUESTIONS, matches, strict=True):
-                times["search"].append(_seconds(lambda q=question: anyio.run(index.search, q, 5)))
-                times["ranked"].append(_seconds(lambda m=match: run(_SEARCH, 10.0, 2.0, m, 20)))
-                times["plain"].append(_seconds(lambda m=match: run(PLAIN, 10.0, 2.0, m, 20)))
-                times["match"].append(_seconds(lambda m=match: run(MATCH_ONLY, m)))
+                times["search"].append(_seconds(partial(anyio.run, index.search, question, 5)))
+                times["ranked"].append(_seconds(partial(run, _SEARCH, 10.0, 2.0, match, 20)))
+                times["plain"].append(_seconds(partial(run, PLAIN, 10.0, 2.0, match, 20)))
+                times["match"].append(_seconds(partial(run, MATCH_ONLY, match)))
         counts = [len(connection.execute(MATCH_ONLY, (m,)).fetchall()) for m in matches]
         index.close()
         figures = {f"{name}_ms": statistics.median(v) * 1000 for name, v in times.items()}
