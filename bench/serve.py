@@ -17,6 +17,9 @@ is the median over repeats.
   endpoint that makes the same Ask service call in process (same assistant, same SQLite Ask
   store) and streams its lines: the retrieval and the answer without the chat around them.
   Target: at least 0.3 of the floor's rate.
+
+Beside each, the server process's CPU time per turn (user and system, from ``/proc``): on a
+machine shared with other work it moves much less than wall-clock figures do.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import argparse
 import asyncio
 import gc
 import json
+import math
+import os
 import statistics
 import subprocess
 import sys
@@ -33,6 +38,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AsyncExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -203,9 +209,25 @@ async def _serve(kind: str) -> None:
         await serving
 
 
+@dataclass(frozen=True, slots=True)
+class Server:
+    """A running server child process."""
+
+    url: str
+    pid: int
+
+    def cpu_seconds(self) -> float:
+        """The CPU time (user and system) the process has used so far (Linux; NaN elsewhere)."""
+        try:
+            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return math.nan
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
-def running(kind: str) -> Iterator[str]:
-    """A server child process: yields its base URL; it stops when the block ends."""
+def running(kind: str) -> Iterator[Server]:
+    """A server child process; it stops when the block ends."""
     child = subprocess.Popen(
         [sys.executable, __file__, "--serve", kind],
         stdin=subprocess.PIPE,
@@ -217,7 +239,7 @@ def running(kind: str) -> Iterator[str]:
         line = child.stdout.readline()
         if not line:
             raise RuntimeError(f"the {kind} server did not start")
-        yield f"http://{HOST}:{json.loads(line)['port']}"
+        yield Server(f"http://{HOST}:{json.loads(line)['port']}/api/chat", child.pid)
     finally:
         child.stdin.close()
         try:
@@ -310,7 +332,7 @@ async def turn_rate(clients: Sequence[Any], url: str, question: str, total: int)
 def _in_servers(
     kinds: tuple[str, str],
     clients: int,
-    body: Callable[[Sequence[Any], str, str], Awaitable[dict[str, float]]],
+    body: Callable[[Sequence[Any], Server, Server], Awaitable[dict[str, float]]],
 ) -> dict[str, float]:
     import anyio  # noqa: PLC0415
     import httpx  # noqa: PLC0415
@@ -323,7 +345,7 @@ def _in_servers(
                     await stack.enter_async_context(httpx.AsyncClient(timeout=60.0))
                     for _ in range(clients)
                 ]
-                return await body(made, f"{ours}/api/chat", f"{floor}/api/chat")
+                return await body(made, ours, floor)
 
         return anyio.run(main)
 
@@ -331,18 +353,20 @@ def _in_servers(
 # --- groups --------------------------------------------------------------------------------------
 
 
-async def _fairness(clients: Sequence[Any], ours: str, floor: str) -> dict[str, float]:
-    urls = {"ours": ours, "floor": floor}
-    for url in urls.values():  # warm-up
-        await together(clients, url, "hello")
+async def _fairness(clients: Sequence[Any], ours: Server, floor: Server) -> dict[str, float]:
+    servers = {"ours": ours, "floor": floor}
+    for server in servers.values():  # warm-up
+        await together(clients, server.url, "hello")
         for _ in range(5):
-            await first_line_ms(clients[0], url, turn_body("hello"))
+            await first_line_ms(clients[0], server.url, turn_body("hello"))
     figures: dict[str, dict[str, list[float]]] = {
-        name: {"one": [], "many": [], "ratio": []} for name in urls
+        name: {"one": [], "many": [], "ratio": [], "cpu": []} for name in servers
     }
     for _ in range(FAIR_REPEATS):
-        for name, url in urls.items():
+        for name, server in servers.items():
+            url = server.url
             gc.collect()
+            cpu = server.cpu_seconds()
             singles = [
                 await first_line_ms(clients[0], url, turn_body("hello"))
                 for _ in range(FAIR_SINGLES)
@@ -350,6 +374,8 @@ async def _fairness(clients: Sequence[Any], ours: str, floor: str) -> dict[str, 
             many: list[float] = []
             for _ in range(FAIR_ROUNDS):
                 many += await together(clients, url, "hello")
+            turns = FAIR_SINGLES + FAIR_ROUNDS * len(clients)
+            figures[name]["cpu"].append((server.cpu_seconds() - cpu) * 1000 / turns)
             one, both = p95(singles), p95(many)
             figures[name]["one"].append(one)
             figures[name]["many"].append(both)
@@ -361,17 +387,22 @@ async def _fairness(clients: Sequence[Any], ours: str, floor: str) -> dict[str, 
     }
 
 
-async def _ask_turns(clients: Sequence[Any], ours: str, floor: str) -> dict[str, float]:
-    question = await _escalated_question(clients[0], ours)
-    urls = {"ours": ours, "floor": floor}
-    for url in urls.values():  # warm-up
-        await turn_rate(clients, url, question, 2 * len(clients))
-    rates: dict[str, list[float]] = {name: [] for name in urls}
+async def _ask_turns(clients: Sequence[Any], ours: Server, floor: Server) -> dict[str, float]:
+    question = await _escalated_question(clients[0], ours.url)
+    servers = {"ours": ours, "floor": floor}
+    for server in servers.values():  # warm-up
+        await turn_rate(clients, server.url, question, 2 * len(clients))
+    rates: dict[str, list[float]] = {name: [] for name in servers}
+    cpus: dict[str, list[float]] = {name: [] for name in servers}
     for _ in range(ASK_RUNS):
-        for name, url in urls.items():
+        for name, server in servers.items():
             gc.collect()
-            rates[name].append(await turn_rate(clients, url, question, ASK_TURNS))
-    return {f"{name}_ask_tps": statistics.median(values) for name, values in rates.items()}
+            cpu = server.cpu_seconds()
+            rates[name].append(await turn_rate(clients, server.url, question, ASK_TURNS))
+            cpus[name].append((server.cpu_seconds() - cpu) * 1000 / ASK_TURNS)
+    results = {f"{name}_ask_tps": statistics.median(values) for name, values in rates.items()}
+    results.update({f"{name}_ask_cpu": statistics.median(cpus[name]) for name in servers})
+    return results
 
 
 async def _escalated_question(client: Any, ours: str) -> str:
@@ -398,11 +429,13 @@ def report(results: dict[str, float]) -> str:
         ("chat turn first line p95, 1 alone (ms)", "ours_one", "floor_one"),
         (f"chat turn first line p95, {STREAMS} together (ms)", "ours_many", "floor_many"),
         (f"  {STREAMS}-vs-1 ratio (target: ours/floor <= 3)", "ours_ratio", "floor_ratio"),
+        ("  server CPU per turn (ms)", "ours_cpu", "floor_cpu"),
         (
             f"Ask-answer turns/s, {ASK_CLIENTS} clients (target >= 0.3)",
             "ours_ask_tps",
             "floor_ask_tps",
         ),
+        ("  server CPU per turn (ms)", "ours_ask_cpu", "floor_ask_cpu"),
     ]
     lines = [header, "-" * len(header)]
     for label, ours_key, floor_key in rows:

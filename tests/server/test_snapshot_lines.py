@@ -158,3 +158,52 @@ def test_an_invalid_message_is_refused_before_any_line_is_made() -> None:
     bad = ChatMessage(id="", role="user", content="x", created_at=NOW)
     with pytest.raises(ProtocolError):
         SnapshotLines().encode(**arguments([bad]))
+
+
+def test_lines_whose_id_sequence_time_and_usage_change_match_the_protocol_encoder() -> None:
+    lines = SnapshotLines()
+    messages = conversation()
+    cases = [
+        {"event_id": "e-1", "sequence": 0, "emitted_at": NOW},
+        {"event_id": "e.2:x_y", "sequence": 9007199254740991, "emitted_at": NOW},
+        {
+            "event_id": "E3",
+            "sequence": 12,
+            "emitted_at": datetime(1999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        },
+        {
+            "event_id": "e4",
+            "sequence": 13,
+            "usage": TokenUsage(prompt_tokens=0, completion_tokens=0, total_tokens=0),
+        },
+        {"event_id": "e5", "sequence": 14, "status": "complete", "lineage": None},
+        {"event_id": "e6", "sequence": 15, "status": "error", "error": FAILED},
+    ]
+    assert cases
+    for changes in cases:
+        assert lines.encode(**arguments(messages, **changes)) == reference(messages, **changes)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"event_id": "bad id"},
+        {"event_id": ""},
+        {"sequence": -1},
+        {"sequence": 9007199254740992},
+        {"emitted_at": datetime(2026, 7, 13)},  # naive
+        {"status": "waiting"},
+        {"session_id": "not safe"},
+    ],
+)
+def test_an_invalid_envelope_is_refused_as_the_protocol_encoder_refuses(
+    changes: dict[str, Any],
+) -> None:
+    lines = SnapshotLines()
+    messages = conversation()
+    lines.encode(**arguments(messages))  # a checked envelope is known: it must not be reused
+    with pytest.raises(ProtocolError) as ours:
+        lines.encode(**arguments(messages, **changes))
+    with pytest.raises(ProtocolError) as protocol:
+        reference(messages, **changes)
+    assert ours.value.code == protocol.value.code

@@ -4,27 +4,31 @@ Every line of a turn's stream carries the whole conversation, and from one line 
 only the newest messages change. :class:`SnapshotLines` keeps each message's validated wire JSON,
 and what it counts toward the memory record's limits, for as long as the turn shows that same
 message object, so a line costs its envelope and the messages that changed rather than the
-whole conversation. A line is byte for byte what
-:func:`~agentskit_chat.protocol.create_snapshot_event` makes of the same arguments: the
-envelope is built and validated by it, each message was validated by ``to_record``, and the
-record's structural limits are checked on the totals (they add up message by message).
+whole conversation. The envelope is validated by
+:func:`~agentskit_chat.protocol.create_snapshot_event` whenever what it carries besides its id,
+sequence and time changes (status, usage, lineage, error: a few times a turn); each line then
+checks those three itself. A line is byte for byte what ``create_snapshot_event`` makes of the
+same arguments: each message was validated by ``to_record``, and the record's structural
+limits are checked on the totals (they add up message by message).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Final, NamedTuple
 
 from agentskit_chat.errors import ProtocolError
 from agentskit_chat.protocol import TokenUsage, create_snapshot_event
-from agentskit_chat.protocol._json import js_stringify
+from agentskit_chat.protocol._json import MAX_SAFE_INTEGER, js_stringify
 from agentskit_chat.protocol._message import (
     MESSAGE_MAX_CONTAINER_SIZE,
     MESSAGE_MAX_NODES,
     message_record_nodes,
 )
+from agentskit_chat.protocol._types import is_safe_id
 from agentskit_chat.runtime import ChatMessage
+from agentskit_chat.runtime._messages import format_message_timestamp
 
 __all__ = ["SnapshotLines"]
 
@@ -34,6 +38,19 @@ _WRAPPER_NODES: Final = 3
 #: Where the messages go in a snapshot line built with none (the payload's first key).
 _EMPTY: Final = '"payload":{"messages":[]'
 _LIMITS_MESSAGE: Final = "Turn snapshot messages exceed the record limits."
+#: The id, sequence and time a checked envelope is built with (replaced in each line).
+_PLACEHOLDER_ID: Final = "placeholder"
+_PLACEHOLDER_AT: Final = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _head(event_id: str, session_id: str, turn_id: str, sequence: int, emitted_at: str) -> str:
+    """A snapshot line up to its messages, in the protocol's key order."""
+    return (
+        f'{{"protocol":"agentskit.chat.turn","version":1,"eventId":{js_stringify(event_id)},'
+        f'"sessionId":{js_stringify(session_id)},"turnId":{js_stringify(turn_id)},'
+        f'"sequence":{sequence},"emittedAt":"{emitted_at}","event":"server.turn.snapshot",'
+        f"{_EMPTY[:-1]}"
+    )
 
 
 class _Encoded(NamedTuple):
@@ -45,10 +62,48 @@ class _Encoded(NamedTuple):
 class SnapshotLines:
     """Encodes the snapshot lines of one turn, remembering the messages of the last line."""
 
-    __slots__ = ("_known",)
+    __slots__ = ("_frame", "_known")
 
     def __init__(self) -> None:
         self._known: dict[int, _Encoded] = {}
+        #: The envelope last checked: its arguments, and the line's end after the messages.
+        self._frame: tuple[tuple[object, ...], str] | None = None
+
+    def _tail(
+        self,
+        *,
+        session_id: str,
+        turn_id: str,
+        status: str,
+        usage: TokenUsage,
+        lineage: Mapping[str, Any] | None,
+        error: Mapping[str, Any] | None,
+    ) -> str | None:
+        """The end of a line after its messages, for these envelope arguments (validated
+        once); ``None`` when the line's layout is not the expected one."""
+        checked = (session_id, turn_id, status, usage, lineage, error)
+        frame = self._frame
+        if frame is not None and frame[0] == checked:
+            return frame[1]
+        envelope = create_snapshot_event(
+            event_id=_PLACEHOLDER_ID,
+            session_id=session_id,
+            turn_id=turn_id,
+            sequence=0,
+            emitted_at=_PLACEHOLDER_AT,
+            messages=[],
+            status=status,
+            usage=usage,
+            lineage=lineage,
+            error=error,
+        ).to_json()
+        at = format_message_timestamp(_PLACEHOLDER_AT)
+        head = _head(_PLACEHOLDER_ID, session_id, turn_id, 0, at)
+        if not envelope.startswith(head + "]"):  # pragma: no cover - the protocol's layout
+            return None
+        tail = envelope[len(head) + 1 :]
+        self._frame = (checked, tail)
+        return tail
 
     def _encoded(self, message: ChatMessage) -> _Encoded:
         known = self._known.get(id(message))
@@ -86,20 +141,37 @@ class SnapshotLines:
         nodes = _WRAPPER_NODES + sum(entry.nodes for entry in encoded)
         if nodes > MESSAGE_MAX_NODES or len(encoded) > MESSAGE_MAX_CONTAINER_SIZE:
             raise ProtocolError("PROTOCOL_INVALID_PAYLOAD", _LIMITS_MESSAGE)
-        envelope = create_snapshot_event(
-            event_id=event_id,
+        texts = ",".join(entry.text for entry in encoded)
+        tail = self._tail(
             session_id=session_id,
             turn_id=turn_id,
-            sequence=sequence,
-            emitted_at=emitted_at,
-            messages=[],
             status=status,
             usage=usage,
             lineage=lineage,
             error=error,
-        ).to_json()
-        head, found, tail = envelope.partition(_EMPTY)
-        if not found:  # pragma: no cover - the payload's first key is always its messages
-            raise ProtocolError("PROTOCOL_INVALID_PAYLOAD", _LIMITS_MESSAGE)
-        texts = ",".join(entry.text for entry in encoded)
-        return f'{head}"payload":{{"messages":[{texts}]{tail}'
+        )
+        if (
+            tail is None
+            or not is_safe_id(event_id)
+            or type(sequence) is not int
+            or not 0 <= sequence <= MAX_SAFE_INTEGER
+            or not isinstance(emitted_at, datetime)
+            or emitted_at.utcoffset() is None
+        ):
+            # What the checks above do not cover is refused (or built) by the protocol itself.
+            envelope = create_snapshot_event(
+                event_id=event_id,
+                session_id=session_id,
+                turn_id=turn_id,
+                sequence=sequence,
+                emitted_at=emitted_at,
+                messages=[],
+                status=status,
+                usage=usage,
+                lineage=lineage,
+                error=error,
+            ).to_json()
+            head, _, tail = envelope.partition(_EMPTY)
+            return f"{head}{_EMPTY[:-1]}{texts}]{tail}"
+        at = format_message_timestamp(emitted_at)
+        return f"{_head(event_id, session_id, turn_id, sequence, at)}{texts}]{tail}"
