@@ -309,7 +309,7 @@ async def test_a_store_outage_is_typed_logged_and_unhealthy_and_service_returns_
 
     # Before the outage: every request served.
     assert before, "no request ended before the outage"
-    assert {o.kind for o in before} <= {"complete", "read"}, summary(before)
+    assert {o.kind for o in before} <= {"complete", "read"}, f"before: {summary(before)}"
 
     # Never a hang, a broken stream or an answer without a code, at any time.
     assert defects == [], summary(defects)
@@ -354,7 +354,14 @@ async def test_a_store_outage_is_typed_logged_and_unhealthy_and_service_returns_
     )
     after = load.since(recovered)
     assert after, "no request after full service was back"
-    assert {o.kind for o in after} <= {"complete", "read"}, summary(after)
+    wall_recovered = wall_up + (recovered - up)
+    assert {o.kind for o in after} <= {"complete", "read"}, (
+        f"after full service was back ({recovered - up:.2f} s after the restart): "
+        f"{summary(after)}; failures at "
+        f"{[round(o.started - up, 2) for o in after if o.kind not in {'complete', 'read'}]} s "
+        "after the restart; logged: "
+        f"{[r.getMessage() for r in _failure_records(logs, wall_recovered, time.time())]}"
+    )
     assert set(health.between(recovered, float("inf"))) <= {200}
 
     # The chat metrics counted it: store errors, and exactly the turns the clients saw
