@@ -36,10 +36,11 @@ _STOP_TEXT: Final = """
     before being below between both but by can cannot could did do does doing done down during
     each either else etc ever every few for from further get gets getting give given go goes
     going got had has have having he her here hers herself him himself his how however i if in
-    into is it its itself just kind let lets like may me might mine more most much must my myself
-    need needs neither no nor not now of off on once one ones only or other others our ours
-    ourselves out over own please possible put rather really same say says shall she should show
-    so some something such sure tell than thank thanks that the their theirs them themselves then
+    into is it its itself just kind let lets like many may me might mine more most much must my
+    myself need needs neither no nor not now of off on once one ones only or other others our
+    ours ourselves out over own please possible put rather really same say says shall she should
+    show so some something such sure tell than thank thanks that the their theirs them themselves
+    then
     there these they thing things this those through to too under until up upon us very via want
     wants was way ways we well were what whatever when where whether which while who whom whose
     why will with within without would yes yet you your yours yourself yourselves happen happens

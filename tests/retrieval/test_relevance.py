@@ -52,6 +52,8 @@ BURIED = hit("FAQ › Miscellaneous", "Set cache_size to the number of pages the
         ("What happens when it works?", ()),
         ("Serve the server while serving", ("serv", "server")),
         ("Error 429 and x", ("error", "429")),
+        # "How many" asks for a number: the quantity, never the word, is what is looked for.
+        ("How many retries, and how much time?", ("retri", "time")),
         ("ＣＡＣＨＥ sizes, size", ("cach", "size")),
         ("", ()),
     ],
