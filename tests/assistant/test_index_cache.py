@@ -1,4 +1,7 @@
-"""The docs assistant's start: each page parsed once, the search index reused from the cache.
+"""The docs assistant's start: each page parsed once, and not at all while no page changes.
+
+A start caches what it builds from the pages (chunks, knowledge artifact, term weights,
+vocabulary) beside the search index; the next start with the same pages parses none of them.
 
 The cache folder is the suite's own (``tests/conftest.py`` sets ``AGENTSKIT_CACHE_DIR``); each
 test here points it at a fresh folder of its own.
@@ -7,21 +10,28 @@ test here points it at a fresh folder of its own.
 from __future__ import annotations
 
 import os
+import sqlite3
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agentskit_chat.answers import _markdown
+from agentskit_chat._terms import words
+from agentskit_chat.answers import DocsFolder, _markdown, build_local_knowledge_artifact
 from agentskit_chat.assistant import create_docs_assistant
-from agentskit_chat.retrieval import MarkdownCorpus, read_docs_folder
-from agentskit_chat.retrieval._index_cache import (
-    CACHE_DIR_ENV,
-    cached_or_memory_index,
-    open_cached_index,
+from agentskit_chat.retrieval import (
+    MarkdownCorpus,
+    SQLiteFTSRetriever,
+    TermWeights,
+    read_docs_folder,
 )
+from agentskit_chat.retrieval._index_cache import CACHE_DIR_ENV, StartParts, cached_start
 
 from ._support import GUIDE, NOW, write_docs
+
+STAMP = "2026-07-13T00:00:00.000Z"
 
 
 @pytest.fixture
@@ -117,14 +127,183 @@ async def test_a_changed_page_gets_a_new_index_never_the_stale_one(
     assert old != new
 
 
-def test_a_damaged_cache_file_is_rebuilt_not_served(tmp_path: Path, cache: Path) -> None:
-    docs = write_docs(tmp_path / "docs")
-    corpus = MarkdownCorpus.from_documents(read_docs_folder(docs).documents)
-    open_cached_index(docs, corpus).close()
+@pytest.fixture
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Every parse of a page (by the one page parser), as the length of the text parsed."""
+    parsed: list[int] = []
+    real = _markdown._PARSER.parse
+
+    def counting(text: str, env: Any = None) -> Any:
+        parsed.append(len(text))
+        return real(text, env)
+
+    monkeypatch.setattr(_markdown._PARSER, "parse", counting)
+    return parsed
+
+
+def _make(folder: DocsFolder) -> StartParts:
+    """The parts a start builds, made as the assistant makes them (parsing every page)."""
+    corpus = MarkdownCorpus.from_documents(folder.documents, root=folder.root)
+    texts = [f"{chunk.title}\n{chunk.text}" for chunk in corpus.chunks]
+    build = build_local_knowledge_artifact(folder, site_id="docs", generated_at=STAMP)
+    vocabulary = Counter(word for text in texts for word in words(text))
+    return StartParts(corpus, build, TermWeights.from_texts(texts), vocabulary)
+
+
+def _start(folder: DocsFolder, cache: Path) -> tuple[StartParts, SQLiteFTSRetriever]:
+    return cached_start(
+        folder, site_id="docs", href_prefix="/docs", make=lambda: _make(folder), root=cache
+    )
+
+
+def _entry(cache: Path) -> Path:
     (file,) = _index_files(cache)
-    file.write_bytes(b"not an index")
-    index = open_cached_index(docs, corpus)
+    return file
+
+
+def _same(first: StartParts, second: StartParts) -> None:
+    assert first.corpus.chunks
+    assert second.corpus == first.corpus
+    assert second.corpus.chunks == first.corpus.chunks
+    assert second.build.artifact_json == first.build.artifact_json
+    assert second.build.site_json == first.build.site_json
+    assert second.build.left_out == first.build.left_out
+    assert second.build.stats == first.build.stats
+    assert second.build.artifact.verified
+    assert dict(second.weights.frequencies) == dict(first.weights.frequencies)
+    assert second.weights.sections == first.weights.sections
+    assert second.vocabulary == first.vocabulary
+
+
+def test_a_warm_start_reads_every_part_back_and_parses_nothing(
+    tmp_path: Path, cache: Path, parses: list[int]
+) -> None:
+    folder = read_docs_folder(write_docs(tmp_path / "docs"))
+    first, index = _start(folder, cache)
+    index.close()
+    assert len(parses) == len(folder.documents)
+    parses.clear()
+    second, again = _start(read_docs_folder(folder.root), cache)
     try:
+        assert parses == []
+        _same(first, second)
+        report = again.last_report
+        assert report is not None
+        assert (report.added, report.chunks) == ((), len(first.corpus.chunks))
+    finally:
+        again.close()
+
+
+@pytest.mark.anyio
+async def test_a_warm_start_of_the_assistant_parses_no_page(
+    tmp_path: Path, cache: Path, parses: list[int]
+) -> None:
+    docs = write_docs(tmp_path / "docs")
+    async with create_docs_assistant(docs, now=lambda: NOW) as first:
+        built = first.artifact_build.artifact_json
+        answer = await first.ask("How do I set the cache size?")
+    assert parses
+    parses.clear()
+    async with create_docs_assistant(docs, now=lambda: NOW) as second:
+        assert parses == []
+        assert second.artifact_build.artifact_json == built
+        assert second.artifact_build.artifact.verified
+        assert await second.ask("How do I set the cache size?") == answer
+        assert second.page("/docs/guide") is not None
+
+
+def _tamper(file: Path, name: str, change: Callable[[bytes], bytes]) -> None:
+    connection = sqlite3.connect(file)
+    try:
+        (value,) = connection.execute("SELECT value FROM start WHERE name = ?", (name,)).fetchone()
+        changed = change(bytes(value))
+        assert changed != value
+        connection.execute("UPDATE start SET value = ? WHERE name = ?", (changed, name))
+        connection.commit()
+    finally:
+        connection.close()
+
+
+def test_a_tampered_cached_artifact_is_rejected_and_rebuilt(
+    tmp_path: Path, cache: Path, parses: list[int]
+) -> None:
+    folder = read_docs_folder(write_docs(tmp_path / "docs"))
+    first, index = _start(folder, cache)
+    index.close()
+    original = first.build.artifact_json
+    assert "MIT license" in original
+    # The answer changed, the declared content hash kept: only verification can tell.
+    _tamper(_entry(cache), "artifact", lambda v: v.replace(b"MIT license", b"GPL license"))
+    parses.clear()
+    second, again = _start(folder, cache)
+    again.close()
+    assert len(parses) == len(folder.documents)
+    assert second.build.artifact_json == original
+    parses.clear()
+    third, last = _start(folder, cache)  # the entry was written again, whole
+    last.close()
+    assert parses == []
+    assert third.build.artifact_json == original
+
+
+@pytest.mark.parametrize(
+    ("name", "change"),
+    [
+        ("corpus", lambda v: v.replace(b'"Setup guide"', b'"Setup guides"', 1)),
+        ("corpus", lambda v: v[: len(v) // 2]),
+        ("site", lambda v: v.replace(b'"siteId":"docs"', b'"siteId":"other"')),
+        ("weights", lambda v: b"[]"),
+        ("vocabulary", lambda v: v.replace(b'"widget":', b'"widgets":', 1)),
+        ("digest", lambda v: bytes(32)),
+    ],
+)
+def test_a_damaged_cache_entry_is_rebuilt_not_served(
+    tmp_path: Path, cache: Path, parses: list[int], name: str, change: Callable[[bytes], bytes]
+) -> None:
+    folder = read_docs_folder(write_docs(tmp_path / "docs"))
+    first, index = _start(folder, cache)
+    index.close()
+    _tamper(_entry(cache), name, change)
+    parses.clear()
+    second, again = _start(folder, cache)
+    again.close()
+    assert len(parses) == len(folder.documents)
+    _same(first, second)
+
+
+def test_a_changed_chunk_text_is_rebuilt_not_served(
+    tmp_path: Path, cache: Path, parses: list[int]
+) -> None:
+    folder = read_docs_folder(write_docs(tmp_path / "docs"))
+    first, index = _start(folder, cache)
+    index.close()
+    connection = sqlite3.connect(_entry(cache))
+    try:
+        changed = connection.execute(
+            "UPDATE chunks SET body = replace(body, 'MIT', 'GPL') WHERE body LIKE '%MIT%'"
+        ).rowcount
+        connection.commit()
+    finally:
+        connection.close()
+    assert changed == 1
+    parses.clear()
+    second, again = _start(folder, cache)
+    again.close()
+    assert len(parses) == len(folder.documents)
+    _same(first, second)
+
+
+def test_a_file_that_is_no_index_is_rebuilt_not_served(
+    tmp_path: Path, cache: Path, parses: list[int]
+) -> None:
+    folder = read_docs_folder(write_docs(tmp_path / "docs"))
+    _start(folder, cache)[1].close()
+    file = _entry(cache)
+    file.write_bytes(b"not an index")
+    parses.clear()
+    _, index = _start(folder, cache)
+    try:
+        assert len(parses) == len(folder.documents)
         assert index.last_report is not None
         assert index.last_report.added
     finally:
@@ -132,14 +311,52 @@ def test_a_damaged_cache_file_is_rebuilt_not_served(tmp_path: Path, cache: Path)
     assert file.read_bytes().startswith(b"SQLite format 3")
 
 
-def test_an_unwritable_cache_falls_back_to_memory(tmp_path: Path, cache: Path) -> None:
+def test_a_changed_page_or_site_gets_a_new_entry(
+    tmp_path: Path, cache: Path, parses: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     docs = write_docs(tmp_path / "docs")
+    _start(read_docs_folder(docs), cache)[1].close()
+    old = _entry(cache)
+    (docs / "guide.md").write_text(GUIDE + "\n## Zeppelin mode\n\nThe zeppelin floats.\n")
+    parses.clear()
+    changed, index = _start(read_docs_folder(docs), cache)
+    index.close()
+    assert parses
+    assert "Zeppelin mode" in changed.build.artifact_json
+    assert any("zeppelin" in chunk.text for chunk in changed.corpus.chunks)
+    assert _entry(cache) != old  # the old entry is gone, a new one holds the new pages
+    # SOURCE_DATE_EPOCH decides generatedAt, so an entry is kept per value of it.
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    parses.clear()
+    folder = read_docs_folder(docs)
+    parts, index = cached_start(
+        folder,
+        site_id="docs",
+        href_prefix="/docs",
+        make=lambda: _make_stamped(folder),
+        root=cache,
+    )
+    index.close()
+    assert parses
+    assert parts.build.artifact.generated_at == "2023-11-14T22:13:20.000Z"
+
+
+def _make_stamped(folder: DocsFolder) -> StartParts:
+    made = _make(folder)
+    build = build_local_knowledge_artifact(folder, site_id="docs")
+    return StartParts(made.corpus, build, made.weights, made.vocabulary)
+
+
+def test_an_unwritable_cache_falls_back_to_memory(
+    tmp_path: Path, cache: Path, parses: list[int]
+) -> None:
+    folder = read_docs_folder(write_docs(tmp_path / "docs"))
     cache.write_text("a file where the cache folder should be")
-    corpus = MarkdownCorpus.from_documents(read_docs_folder(docs).documents)
-    index = cached_or_memory_index(docs, corpus)
+    parts, index = _start(folder, cache)
     try:
+        assert len(parses) == len(folder.documents)  # made once, never twice
         assert index.last_report is not None
-        assert index.last_report.chunks == len(corpus.chunks)
+        assert index.last_report.chunks == len(parts.corpus.chunks)
     finally:
         index.close()
     assert cache.is_file()

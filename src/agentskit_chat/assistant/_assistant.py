@@ -23,7 +23,6 @@ import anyio.to_thread
 from agentskit_chat._doclinks import page_href
 from agentskit_chat._observers import notify
 from agentskit_chat._terms import content_terms, words
-from agentskit_chat.agents import AnalystGenerator, PydanticAIGenerator
 from agentskit_chat.answers import (
     ArtifactBuild,
     DeterministicAnswerResolver,
@@ -53,7 +52,7 @@ from agentskit_chat.retrieval import (
     guides_first,
     read_docs_folder,
 )
-from agentskit_chat.retrieval._index_cache import cached_or_memory_index
+from agentskit_chat.retrieval._index_cache import StartParts, cached_start
 from agentskit_chat.service import (
     AskService,
     AskSessionStore,
@@ -234,10 +233,15 @@ class DocsAssistant:
         generator = self._resolve_generator()
         # The folder is read once: exact answers and retrieval see the very same pages.
         folder = await anyio.to_thread.run_sync(read_docs_folder, self.docs_dir)
-        # Each page is parsed once, by the chunker, which keeps what the artifact reads of it.
-        corpus, weights, vocabulary = await anyio.to_thread.run_sync(self._load_corpus, folder)
-        build = await anyio.to_thread.run_sync(self._build_artifact, folder)
-        resolver = await anyio.to_thread.run_sync(self._create_resolver, build)
+        if self._index_path is None:
+            # The start cache: while no page changes, no page is parsed (docs/retrieval.md).
+            start, index = await anyio.to_thread.run_sync(self._cached_start, folder)
+        else:
+            start = await anyio.to_thread.run_sync(self._make_start, folder)
+            await anyio.to_thread.run_sync(self._make_index_folder)
+            index = await SQLiteFTSRetriever.open(self._index_path, corpus=start.corpus)
+        corpus, build = start.corpus, start.build
+        weights, vocabulary = start.weights, start.vocabulary
         # The site's own name: the title of the folder's root page, when it has one.
         site_terms = [
             term
@@ -251,13 +255,8 @@ class DocsAssistant:
             for chunk in corpus.chunks
             if chunk.path.lower() in _ROOT_PAGES and not chunk.heading_path
         ]
-        if self._index_path is None:
-            # The index cache: reused while no page changes (docs/retrieval.md).
-            index = await anyio.to_thread.run_sync(cached_or_memory_index, folder.root, corpus)
-        else:
-            await anyio.to_thread.run_sync(self._make_index_folder)
-            index = await SQLiteFTSRetriever.open(self._index_path, corpus=corpus)
         try:
+            resolver = await anyio.to_thread.run_sync(self._create_resolver, build)
             retriever = RelevantRetriever(
                 index,
                 weights,
@@ -306,10 +305,26 @@ class DocsAssistant:
             if agent == "analyst":
                 raise ConfigurationError(_NEEDS_MODEL)
             return ExtractiveGenerator()
-        # Builds the model (and imports pydantic-ai) only now, when a model is asked for.
+        # Builds the model (and imports pydantic-ai and the agents) only now, when a model is
+        # asked for: a start without one never imports them.
+        from agentskit_chat.agents import AnalystGenerator, PydanticAIGenerator  # noqa: PLC0415
+
         if agent == "analyst":
             return AnalystGenerator(model)
         return PydanticAIGenerator(model)
+
+    def _cached_start(self, folder: DocsFolder) -> tuple[StartParts, SQLiteFTSRetriever]:
+        return cached_start(
+            folder,
+            site_id=self.site_id,
+            href_prefix=self._href_prefix,
+            make=lambda: self._make_start(folder),
+        )
+
+    def _make_start(self, folder: DocsFolder) -> StartParts:
+        # Each page is parsed once, by the chunker, which keeps what the artifact reads of it.
+        corpus, weights, vocabulary = self._load_corpus(folder)
+        return StartParts(corpus, self._build_artifact(folder), weights, vocabulary)
 
     def _build_artifact(self, folder: DocsFolder) -> ArtifactBuild:
         return build_local_knowledge_artifact(

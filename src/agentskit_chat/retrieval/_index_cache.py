@@ -1,43 +1,88 @@
-"""The on-disk cache of search indexes: a docs folder's SQLite FTS5 index, reused across starts.
+"""The on-disk cache of a docs assistant's start: what it builds from the pages, reused.
 
-Each index file is named by a key: the SHA-256 of the index format, the chunking settings and
-every document's path and content hash. A start whose documents hash to a key with a file
-opens that file read-only (it is checked against the documents again); any other start builds
-a new file under a temporary name and renames it into place, then removes the folder's older
-files. A file is never written after it is named, so an index never serves other documents
-than its own: change one page and the key, hence the file, changes.
+One cache entry is one SQLite file: the search index of the folder's chunks, and beside it what
+else the start builds from the pages (:class:`StartParts`): the chunks' structure, the
+knowledge artifact's canonical JSON, the term weights and the vocabulary. A start whose pages
+are unchanged reads and hashes them, finds the entry, and parses nothing.
+
+Each entry is named by a key: the SHA-256 of the formats, the chunking settings, the site id,
+``SOURCE_DATE_EPOCH``, a fingerprint of the code that builds the parts, and every page's path
+and content hash. Nothing in an entry is trusted as is: the artifact is verified again by the
+protocol decoder (its content hash recomputed), the chunks and the index are checked against
+the pages' hashes, and an entry that fails any check is built again. Any other start builds a
+new file under a temporary name and renames it into place, then removes the folder's older
+files. A file is never written after it is named: change one page and the key changes.
 
 The cache lives in ``$AGENTSKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/agentskit-chat``, else
 ``~/.cache/agentskit-chat``, under ``index/<16 hex of the docs folder's absolute path>/``.
-Deleting it is always safe: the next start builds the index again.
+Deleting it is always safe: the next start builds everything again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import secrets
+import sqlite3
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
+import orjson
+
+from agentskit_chat.answers import ArtifactBuild, ArtifactBuildStats, DocsFolder, LeftOut
 from agentskit_chat.errors import RetrievalError
+from agentskit_chat.protocol import (
+    decode_deterministic_site_config,
+    verify_local_knowledge_artifact,
+)
 
-from ._corpus import MarkdownCorpus
+from ._corpus import MarkdownChunk, MarkdownCorpus, MarkdownDocument, _checked_prefix
+from ._relevance import TermWeights
 from ._sqlite_fts import INDEX_FORMAT, SQLiteFTSRetriever
 
 __all__ = [
     "CACHE_DIR_ENV",
+    "START_FORMAT",
+    "StartParts",
     "cache_root",
-    "cached_or_memory_index",
-    "index_key",
-    "open_cached_index",
+    "cached_start",
+    "start_key",
 ]
 
 #: The environment variable naming the cache folder.
 CACHE_DIR_ENV: Final = "AGENTSKIT_CACHE_DIR"
+#: The layout of the parts kept beside the index; part of every key.
+START_FORMAT: Final = "start-1"
 _PREFIX: Final = "index-"
 _SUFFIX: Final = ".sqlite3"
+#: The package folders (and top-level ``_*.py`` modules) whose code builds the parts: an
+#: edited or upgraded copy of any of them never reads an entry another copy wrote.
+_BUILDERS: Final = ("_*.py", "answers/*.py", "protocol/*.py", "retrieval/*.py", "assistant/*.py")
+#: The parts an entry stores beside the index (and their digest).
+_PARTS: Final = ("corpus", "artifact", "site", "build", "weights", "vocabulary")
+_CREATE: Final = "CREATE TABLE start (name TEXT PRIMARY KEY, value BLOB NOT NULL)"
+
+
+@dataclass(frozen=True, slots=True)
+class StartParts:
+    """What a docs assistant's start builds from the pages, besides the search index.
+
+    Attributes:
+        corpus: The chunked pages.
+        build: The verified knowledge artifact and its site configuration.
+        weights: How rare each term is across the chunks.
+        vocabulary: How often the docs write each word (typo correction).
+    """
+
+    corpus: MarkdownCorpus
+    build: ArtifactBuild
+    weights: TermWeights
+    vocabulary: Counter[str]
 
 
 def cache_root() -> Path:
@@ -51,11 +96,34 @@ def cache_root() -> Path:
     return base / "agentskit-chat"
 
 
-def index_key(corpus: MarkdownCorpus) -> str:
-    """The hex SHA-256 naming ``corpus``'s index: format, settings, every path and hash."""
-    digest = hashlib.sha256(f"{INDEX_FORMAT}\n{corpus.settings}\n".encode())
-    for path, sha256 in sorted(corpus.manifest.items()):
-        digest.update(f"{path}\0{sha256}\n".encode("utf-8", "surrogatepass"))
+@functools.cache
+def _code_fingerprint() -> str:
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for pattern in _BUILDERS:
+        for path in sorted(package.glob(pattern)):
+            digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+            try:
+                digest.update(hashlib.sha256(path.read_bytes()).digest())
+            except OSError:
+                digest.update(b"?")
+    return digest.hexdigest()
+
+
+def start_key(folder: DocsFolder, *, site_id: str, href_prefix: str) -> str:
+    """The hex SHA-256 naming the cache entry of ``folder``'s start (see the module docs).
+
+    Raises:
+        ConfigurationError: ``href_prefix`` cannot start a safe link.
+    """
+    settings = MarkdownCorpus((), _checked_prefix(href_prefix)).settings
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    head = (
+        f"{INDEX_FORMAT}\n{START_FORMAT}\n{settings}\n{_code_fingerprint()}\n{site_id}\n{epoch}\n"
+    )
+    digest = hashlib.sha256(head.encode("utf-8", "surrogatepass"))
+    for page in sorted(folder.documents, key=lambda page: page.path):
+        digest.update(f"{page.path}\0{page.sha256}\n".encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
 
 
@@ -64,57 +132,213 @@ def _folder(root: Path, docs_dir: Path) -> Path:
     return root / "index" / hashlib.sha256(where).hexdigest()[:16]
 
 
-def open_cached_index(
-    docs_dir: Path, corpus: MarkdownCorpus, *, root: Path | None = None
-) -> SQLiteFTSRetriever:
-    """``corpus``'s index from the cache, built there first when it is not cached yet.
+def cached_start(
+    folder: DocsFolder,
+    *,
+    site_id: str,
+    href_prefix: str,
+    make: Callable[[], StartParts],
+    root: Path | None = None,
+) -> tuple[StartParts, SQLiteFTSRetriever]:
+    """The start's parts and search index: from the cache entry of ``folder``'s pages, else
+    made with ``make`` (which parses the pages) and cached for the next start.
 
-    Synchronous (file and SQLite work): call it in a worker thread.
+    A cache that cannot be written (a read-only home folder, a full disk) falls back to an
+    index in memory: the cache saves time, it is never required. Synchronous (file and SQLite
+    work): call it in a worker thread.
 
     Args:
-        docs_dir: The folder the corpus was read from (it names the cache's sub-folder).
-        corpus: The documents to search.
+        folder: The pages as read.
+        site_id: The artifact's site id.
+        href_prefix: What every link starts with.
+        make: Builds the parts from the pages, when no valid entry holds them.
         root: The cache folder; by default :func:`cache_root`.
 
     Raises:
-        RetrievalError: the cache folder or the index file cannot be written or read.
+        ConfigurationError: ``href_prefix`` cannot start a safe link.
+        The errors of ``make``.
     """
-    folder = _folder(cache_root() if root is None else root, docs_dir)
-    path = folder / f"{_PREFIX}{index_key(corpus)[:32]}{_SUFFIX}"
+    key = start_key(folder, site_id=site_id, href_prefix=href_prefix)
+    where = _folder(cache_root() if root is None else root, folder.root)
+    path = where / f"{_PREFIX}{key[:32]}{_SUFFIX}"
     if path.is_file():
-        with contextlib.suppress(RetrievalError):
-            return SQLiteFTSRetriever.read_only(path, corpus=corpus)
+        found = _load(path, folder, site_id)
+        if found is not None:
+            return found
+    parts = make()
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        return parts, _store(where, path, parts)
+    except RetrievalError:
+        return parts, SQLiteFTSRetriever(":memory:", corpus=parts.corpus)
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+
+def _digest(values: dict[str, Any], corpus: MarkdownCorpus) -> bytes:
+    """The SHA-256 of every stored part and every chunk's text, in a fixed order."""
+    digest = hashlib.sha256()
+    for name in _PARTS:
+        value = bytes(values[name])
+        digest.update(f"{name}\0{len(value)}\0".encode())
+        digest.update(value)
+    for chunk in corpus.chunks:
+        text = chunk.text.encode("utf-8", "surrogatepass")
+        digest.update(f"{len(text)}\0".encode())
+        digest.update(text)
+    return digest.digest()
+
+
+def _encoded(parts: StartParts) -> dict[str, bytes]:
+    corpus, build = parts.corpus, parts.build
+    documents = [
+        [
+            document.path,
+            document.title,
+            document.sha256,
+            [
+                [c.id, c.title, c.href, list(c.heading_path), c.document_title]
+                for c in document.chunks
+            ],
+        ]
+        for document in corpus.documents
+    ]
+    values = {
+        "corpus": orjson.dumps({"prefix": corpus.href_prefix, "documents": documents}),
+        "artifact": build.artifact_json.encode("utf-8"),
+        "site": build.site_json.encode("utf-8"),
+        "build": orjson.dumps(
+            {
+                "left_out": [[i.kind, i.file, i.label, i.reason] for i in build.left_out],
+                "stats": {
+                    name: getattr(build.stats, name) for name in ArtifactBuildStats.__slots__
+                },
+            }
+        ),
+        "weights": orjson.dumps(
+            {"sections": parts.weights.sections, "frequencies": dict(parts.weights.frequencies)}
+        ),
+        "vocabulary": orjson.dumps(dict(parts.vocabulary)),
+    }
+    return {**values, "digest": _digest(values, corpus)}
+
+
+def _store(where: Path, path: Path, parts: StartParts) -> SQLiteFTSRetriever:
+    """Write the entry under a temporary name, rename it to ``path``, open it read-only."""
+    try:
+        where.mkdir(parents=True, exist_ok=True)
     except OSError:
         raise RetrievalError("The index cache folder could not be created.") from None
-    temporary = folder / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    temporary = where / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     try:
-        built = SQLiteFTSRetriever(temporary, corpus=corpus)
+        built = SQLiteFTSRetriever(temporary, corpus=parts.corpus)
         report = built.last_report
         built.seal()
+        connection = sqlite3.connect(temporary, isolation_level=None)
+        try:
+            connection.execute("BEGIN")
+            connection.execute(_CREATE)
+            connection.executemany(
+                "INSERT INTO start (name, value) VALUES (?, ?)", _encoded(parts).items()
+            )
+            connection.execute("COMMIT")
+        finally:
+            connection.close()
         os.replace(temporary, path)
-    except OSError:
+    except (OSError, sqlite3.Error):
         raise RetrievalError("The index cache file could not be written.") from None
     finally:
         for leftover in (temporary, *(temporary.with_name(temporary.name + s) for s in _SIDE)):
             with contextlib.suppress(OSError):
                 leftover.unlink()
-    for stale in folder.glob(f"{_PREFIX}*{_SUFFIX}"):
+    for stale in where.glob(f"{_PREFIX}*{_SUFFIX}"):
         if stale != path:
             # A process still searching an older file keeps it open; it is not written again.
             with contextlib.suppress(OSError):
                 stale.unlink()
-    return SQLiteFTSRetriever.read_only(path, corpus=corpus, report=report)
+    return SQLiteFTSRetriever.read_only(path, corpus=parts.corpus, report=report)
 
 
-def cached_or_memory_index(docs_dir: Path, corpus: MarkdownCorpus) -> SQLiteFTSRetriever:
-    """:func:`open_cached_index`, or an index in memory when the cache cannot be used (a
-    read-only home folder, a full disk): the cache saves time, it is never required."""
+# --- reading ------------------------------------------------------------------------------------
+
+
+def _load(
+    path: Path, folder: DocsFolder, site_id: str
+) -> tuple[StartParts, SQLiteFTSRetriever] | None:
+    """The entry at ``path``, every part checked; ``None`` when anything does not hold."""
+    uri = f"{path.resolve().as_uri()}?mode=ro&immutable=1"
     try:
-        return open_cached_index(docs_dir, corpus)
-    except RetrievalError:
-        return SQLiteFTSRetriever(":memory:", corpus=corpus)
+        connection = sqlite3.connect(uri, uri=True)
+        try:
+            stored = dict(connection.execute("SELECT name, value FROM start").fetchall())
+            bodies = dict(connection.execute("SELECT id, body FROM chunks").fetchall())
+        finally:
+            connection.close()
+        parts = _decoded(stored, bodies, folder, site_id)
+        if parts is None:
+            return None
+        return parts, SQLiteFTSRetriever.read_only(path, corpus=parts.corpus)
+    except (sqlite3.Error, RetrievalError, ValueError, TypeError, KeyError, AttributeError):
+        # orjson and pydantic errors are ValueErrors; a damaged entry is built again.
+        return None
+
+
+def _decoded(
+    stored: dict[str, Any], bodies: dict[str, str], folder: DocsFolder, site_id: str
+) -> StartParts | None:
+    corpus = _corpus(orjson.loads(stored["corpus"]), bodies, folder)
+    # The artifact proves itself (below); the other parts are checked against their digest.
+    if corpus is None or bytes(stored["digest"]) != _digest(stored, corpus):
+        return None
+    build = _build(stored, site_id)
+    if build is None:
+        return None
+    weights = orjson.loads(stored["weights"])
+    frequencies = Counter({str(k): int(v) for k, v in weights["frequencies"].items()})
+    vocabulary = Counter({str(k): int(v) for k, v in orjson.loads(stored["vocabulary"]).items()})
+    return StartParts(corpus, build, TermWeights(frequencies, int(weights["sections"])), vocabulary)
+
+
+def _corpus(data: Any, bodies: dict[str, str], folder: DocsFolder) -> MarkdownCorpus | None:
+    documents: list[MarkdownDocument] = []
+    for path, title, sha256, chunks in data["documents"]:
+        made = tuple(
+            MarkdownChunk(
+                str(chunk_id),
+                str(chunk_title),
+                str(href),
+                bodies[chunk_id],
+                str(path),
+                tuple(str(h) for h in heading_path),
+                str(document_title),
+            )
+            for chunk_id, chunk_title, href, heading_path, document_title in chunks
+        )
+        documents.append(MarkdownDocument(str(path), str(title), str(sha256), made))
+    corpus = MarkdownCorpus(tuple(documents), str(data["prefix"]), folder.root)
+    manifest = {page.path: page.sha256 for page in folder.documents}
+    if corpus.manifest != manifest or sum(len(d.chunks) for d in documents) != len(bodies):
+        return None
+    return corpus
+
+
+def _build(stored: dict[str, Any], site_id: str) -> ArtifactBuild | None:
+    site_json = bytes(stored["site"]).decode("utf-8")
+    site = decode_deterministic_site_config(site_json)
+    if not site.ok or site.value.site_id != site_id:
+        return None
+    artifact_json = bytes(stored["artifact"]).decode("utf-8")
+    verified = verify_local_knowledge_artifact(
+        artifact_json,
+        expected_content_hash=site.value.artifact.content_hash,
+        expected_site_id=site_id,
+    )
+    if not verified.ok:
+        return None
+    extra = orjson.loads(stored["build"])
+    left_out = tuple(LeftOut(*(str(v) for v in item)) for item in extra["left_out"])
+    stats = ArtifactBuildStats(**{str(k): int(v) for k, v in extra["stats"].items()})
+    return ArtifactBuild(verified.value, site.value, artifact_json, site_json, left_out, stats)
 
 
 #: What SQLite may leave beside a database file.

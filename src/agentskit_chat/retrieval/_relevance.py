@@ -92,6 +92,11 @@ class TermWeights:
         """How many sections were counted."""
         return self._sections
 
+    @property
+    def frequencies(self) -> Mapping[str, int]:
+        """How many counted sections contain each term (what the index cache keeps)."""
+        return self._frequencies
+
     def occurs(self, term: str) -> bool:
         """Whether any counted section contains ``term``."""
         return self._frequencies.get(term, 0) > 0
