@@ -14,13 +14,9 @@ The ``answer_commit`` renderer has its own package, :mod:`agentskit_chat.answer_
 
 from __future__ import annotations
 
-from ._adapter import (
-    ESCALATION_METADATA_KEY,
-    DecisionObserver,
-    DeterministicAnswerAdapter,
-    FallbackMode,
-    create_deterministic_answer_adapter,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._choices import (
     CHOICE_UNAVAILABLE,
     MAX_CHOICE_SESSIONS,
@@ -44,6 +40,40 @@ from ._resolver import (
     DeterministicAnswerResolver,
     create_deterministic_answer_resolver,
 )
+
+if TYPE_CHECKING:
+    from ._adapter import (
+        ESCALATION_METADATA_KEY,
+        DecisionObserver,
+        DeterministicAnswerAdapter,
+        FallbackMode,
+        create_deterministic_answer_adapter,
+    )
+
+#: The adapter's names, imported when first used: it needs the chat runtime, which answering
+#: from a docs folder (``agentskit-chat ask``) does not.
+_LAZY = frozenset(
+    {
+        "ESCALATION_METADATA_KEY",
+        "DecisionObserver",
+        "DeterministicAnswerAdapter",
+        "FallbackMode",
+        "create_deterministic_answer_adapter",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module("._adapter", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "ARTIFACT_FILE_NAME",

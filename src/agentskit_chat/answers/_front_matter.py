@@ -9,15 +9,17 @@ the file and the line instead of producing an artifact that consumers would reje
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
-
-import yaml
+from typing import TYPE_CHECKING, Any, Final
 
 from agentskit_chat.errors import BuildError
 from agentskit_chat.protocol import KNOWLEDGE_ENTRY_KINDS, normalize_knowledge_key
 from agentskit_chat.protocol._knowledge import MAX_ALIASES, MAX_CITATIONS, MAX_KEY_UNITS
 from agentskit_chat.protocol._text import js_trim, utf16_len
 from agentskit_chat.protocol._types import is_safe_id
+
+if TYPE_CHECKING:
+    # Imported where a page has front matter: most pages have none.
+    import yaml
 
 __all__ = [
     "LABEL_UNITS",
@@ -86,6 +88,8 @@ def _line(node: yaml.Node) -> int:
 
 def _value_node(node: yaml.Node | None, key: str) -> tuple[int | None, yaml.Node | None]:
     """The line of ``key`` in a mapping node, and its value node."""
+    import yaml  # noqa: PLC0415
+
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
@@ -94,10 +98,14 @@ def _value_node(node: yaml.Node | None, key: str) -> tuple[int | None, yaml.Node
 
 
 def _items(node: yaml.Node | None) -> list[yaml.Node]:
+    import yaml  # noqa: PLC0415
+
     return list(node.value) if isinstance(node, yaml.SequenceNode) else []
 
 
 def _load_yaml(source: str, display: str) -> tuple[Any, yaml.Node | None]:
+    import yaml  # noqa: PLC0415
+
     try:
         # The reader checks every character as it is built: a control character fails here.
         loader = yaml.SafeLoader(source)
