@@ -7,9 +7,11 @@ Start-up times themselves are measured by ``bench/cli.py``, never asserted here.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from importlib.metadata import version
+from pathlib import Path
 from typing import get_args
 
 import snowballstemmer
@@ -46,6 +48,27 @@ HEAVY = (
     "yaml",
 )
 
+#: What answering a question about a docs folder does not need: the model's agents (no model is
+#: configured), the chat runtime and its schemas, servers, the terminal, YAML (no page has front
+#: matter).
+NOT_FOR_ASK = (
+    "agentskit_chat.agents",
+    "agentskit_chat.answer_commit",
+    "agentskit_chat.components",
+    "agentskit_chat.runtime",
+    "agentskit_chat.server",
+    "agentskit_chat.storage",
+    "agentskit_chat.tui",
+    "httpx",
+    "jsonschema",
+    "pydantic_ai",
+    "rich",
+    "starlette",
+    "textual",
+    "uvicorn",
+    "yaml",
+)
+
 #: What Typer imports itself to draw a help screen (Rich, its Markdown, its pydantic adapters).
 TYPER_HELP = ("importlib.metadata", "markdown_it", "pydantic")
 
@@ -60,9 +83,9 @@ print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
 """
 
 
-def _loaded(*args: str) -> tuple[int, str, set[str]]:
+def _loaded(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, set[str]]:
     done = subprocess.run(
-        [sys.executable, "-c", _RUN, *args], capture_output=True, text=True, check=False
+        [sys.executable, "-c", _RUN, *args], capture_output=True, text=True, check=False, env=env
     )
     *output, last = done.stdout.strip().splitlines()
     report = json.loads(last)
@@ -104,6 +127,29 @@ def test_a_command_help_imports_none() -> None:
     assert code == 0
     assert "--agent" in output
     assert _heavy(modules, allowed=TYPER_HELP) == []
+
+
+def test_ask_imports_only_what_the_answer_needs(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text(
+        "# Guide\n\n## Cache size\n\nSet `cache_size` to how many pages the cache holds.\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("AGENTSKIT_MODEL", "AGENTSKIT_AGENT")}
+    for _ in range(2):  # the first run fills the start cache, the second reads it
+        code, output, modules = _loaded(
+            "ask", "How do I set the cache size?", "--docs", str(docs), env=env
+        )
+        assert code == 0
+        assert "cache_size" in output
+        assert "agentskit_chat.assistant" in modules
+        found = sorted(
+            name
+            for name in modules
+            for unneeded in NOT_FOR_ASK
+            if name == unneeded or name.startswith(unneeded + ".")
+        )
+        assert found == []
 
 
 def test_the_english_stemmer_is_loaded_alone_and_stems_the_same() -> None:
