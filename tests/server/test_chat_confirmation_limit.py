@@ -9,6 +9,7 @@ through the store itself, then the model proposes one more call.
 from __future__ import annotations
 
 import contextlib
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -133,14 +134,20 @@ async def test_decided_records_make_room_for_a_models_new_call(store_url: str) -
 
 
 async def test_a_session_full_of_undecided_records_refuses_a_new_call_for_good(
-    store_url: str,
+    store_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     session = f"stuck-{uuid.uuid4().hex[:8]}"
     async with desk_server(store_url) as (url, desk, stores):
         assert last(await post(url, session, "t1", "open r1"))["payload"]["status"] == "complete"
         await fill(stores, session, "pending")
         before = await records(stores, session)
-        refused = last(await post(url, session, "t2", "open r2"))
+        with caplog.at_level(logging.INFO, logger="agentskit_chat"):
+            refused = last(await post(url, session, "t2", "open r2"))
+        # The client's to decide, not a server fault: a warning with its own outcome.
+        turns = [r for r in caplog.records if r.name == "agentskit_chat.server.chat"]
+        assert [(r.levelno, getattr(r, "outcome", None)) for r in turns] == [
+            (logging.WARNING, "confirmation_limit")
+        ]
         assert refused["event"] == "server.turn.diagnostic"
         assert refused["payload"] == {
             "version": 1,

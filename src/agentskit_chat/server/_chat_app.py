@@ -222,6 +222,8 @@ def _outcome(error: BaseException) -> str:
         return "conflict"
     if isinstance(error, ConversationTooLargeError):
         return "too_large"
+    if isinstance(error, ConfirmationLimitError):
+        return "confirmation_limit"  # a full session of undecided calls: the client's to decide
     if isinstance(error, StorageError | TimeoutError):
         return "store_error"  # a store call failed, or its cleanup bound cut it off
     return "failed"

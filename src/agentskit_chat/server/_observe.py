@@ -78,6 +78,7 @@ _LOGGED_OUTCOMES: Final = {
     "failed": logging.ERROR,
     "conflict": logging.WARNING,
     "too_large": logging.WARNING,
+    "confirmation_limit": logging.WARNING,
 }
 _TURN_BUCKETS: Final = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0)
 
