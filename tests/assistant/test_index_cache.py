@@ -25,6 +25,7 @@ from agentskit_chat.retrieval import (
     MarkdownCorpus,
     SQLiteFTSRetriever,
     TermWeights,
+    _index_cache,
     read_docs_folder,
 )
 from agentskit_chat.retrieval._index_cache import CACHE_DIR_ENV, StartParts, cached_start
@@ -361,3 +362,18 @@ def test_an_unwritable_cache_falls_back_to_memory(
         index.close()
     assert cache.is_file()
     assert os.environ[CACHE_DIR_ENV] == str(cache)
+
+
+def test_other_builder_code_never_reads_an_entry(
+    tmp_path: Path, cache: Path, parses: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = read_docs_folder(write_docs(tmp_path / "docs"))
+    _start(folder, cache)[1].close()
+    first = _entry(cache)
+    assert _index_cache._code_fingerprint() == _index_cache._code_fingerprint.__wrapped__()
+    # An edited or upgraded copy of the code that builds the parts: another key.
+    monkeypatch.setattr(_index_cache, "_code_fingerprint", lambda: "0" * 64)
+    parses.clear()
+    _start(folder, cache)[1].close()
+    assert len(parses) == len(folder.documents)
+    assert _entry(cache) != first
