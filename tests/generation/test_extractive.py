@@ -629,6 +629,28 @@ def test_a_question_asking_for_a_quantity_leads_with_the_passage_stating_it(
     assert answer.split("\n\n")[0] == lead
 
 
+SNIPPETS = source(
+    1,
+    "Remote snippets are fetched over HTTPS with a timeout.\n\n"
+    "Remote snippets are not fetched unless `url_download` is enabled.\n",
+    "Snippets",
+)
+
+
+@pytest.mark.parametrize(
+    ("query", "lead"),
+    [
+        # Asked yes or no, the passage that says no (or sets a limit) leads.
+        ("Are remote snippets fetched out of the box?", "Remote snippets are not fetched"),
+        ("Can remote snippets be fetched right away?", "Remote snippets are not fetched"),
+        # Asked something else, the page's order stands between equally good passages.
+        ("How are remote snippets fetched?", "Remote snippets are fetched over HTTPS"),
+    ],
+)
+def test_a_yes_or_no_question_leads_with_the_passage_that_says_no(query: str, lead: str) -> None:
+    assert compose(query, SNIPPETS).startswith(lead)
+
+
 # --- properties ---------------------------------------------------------------------------------
 
 WORD = st.sampled_from(

@@ -10,7 +10,8 @@ the lower the search ranked it. A question (or part) that asks for a quantity ("
 "how long", "maximum", "which version", "which status code") also wants each of its terms
 stated with a number: a unit holds a term so when the term is within three words of a number
 ("16 aliases per entry", "Ink 7.1+"), and that counts as one more (rare) term, so the unit
-stating the quantity leads (:mod:`._questions`).
+stating the quantity leads (:mod:`._questions`). A question answered yes or no also wants the
+unit that says no or sets a limit ("cannot", "only"), counted beside a question term.
 
 Sources with one link are the parts of one long section, cut apart by the index: they are read
 as one section, in their order. The answer draws on one to ``max_sections`` sections. A question
@@ -49,7 +50,7 @@ from agentskit_chat._terms import content_terms, term_set
 from agentskit_chat.protocol import GroundedSource
 
 from ._blocks import Block, parse_blocks
-from ._questions import part_terms, question_parts, unit_terms, wanted_terms
+from ._questions import SAYS_NO, part_terms, question_parts, unit_terms, wanted_terms
 
 __all__ = [
     "NO_GROUNDED_ANSWER",
@@ -134,10 +135,19 @@ def _share(block: Block, unit: int) -> float:
     return 1.0
 
 
+def _held(terms: frozenset[str], wanted: Sequence[str], weight: dict[str, float]) -> float:
+    """The summed rarity of the ``wanted`` terms a unit holds; saying no counts only beside a
+    term of the question (a "not" alone answers nothing)."""
+    value = sum(weight[t] for t in wanted if t in terms and t != SAYS_NO)
+    if value and SAYS_NO in terms and SAYS_NO in weight:
+        value += weight[SAYS_NO]
+    return value
+
+
 def _score(section: _Section, wanted: Sequence[str], weight: dict[str, float]) -> None:
     section.scores = [
         [
-            sum(weight[t] for t in wanted if t in terms) * _share(section.blocks[b], u)
+            _held(terms, wanted, weight) * _share(section.blocks[b], u)
             for u, terms in enumerate(block)
         ]
         for b, block in enumerate(section.unit_terms)
@@ -153,7 +163,7 @@ def _score(section: _Section, wanted: Sequence[str], weight: dict[str, float]) -
     held = set(section.title_terms)
     if best_score > 0:
         held |= section.unit_terms[best[0]][best[1]]
-    section.terms = frozenset(t for t in wanted if t in held)
+    section.terms = frozenset(t for t in wanted if t in held and t != SAYS_NO)
     in_title = sum(weight[t] for t in wanted if t in section.title_terms)
     prior = 1 / (1 + _RANK_DECAY * (section.number - 1))
     section.score = (best_score + _TITLE_SHARE * in_title) * prior if best_score > 0 else 0.0

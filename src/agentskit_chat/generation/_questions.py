@@ -3,7 +3,9 @@
 A question with parts ("X, and Y?") is answered part by part (:func:`question_parts`). A
 question (or part) asking for a quantity ("how many", "maximum", "which version", "which
 status code") wants each of its terms stated with a number: a unit holds ``#term`` beside
-``term`` when the term is within three words of a number (:func:`unit_terms`).
+``term`` when the term is within three words of a number (:func:`unit_terms`). A question
+answered yes or no ("Can I …?", "Does it …?") also wants a unit that says no or sets a limit
+("cannot", "not", "never", "only"): such a unit holds :data:`SAYS_NO`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Final
 
 from agentskit_chat._terms import content_terms, question_clauses, stem, words
 
-__all__ = ["part_terms", "question_parts", "unit_terms", "wanted_terms"]
+__all__ = ["SAYS_NO", "part_terms", "question_parts", "unit_terms", "wanted_terms"]
 
 #: A question that asks for a quantity: "how many", "how long", "maximum", "which version",
 #: "which status code", "what compression level".
@@ -33,6 +35,17 @@ _NUMBER_WORDS: Final = frozenset(_NUMBER_TEXT.split())
 _NUMBER_WINDOW: Final = 3
 #: A unit holds ``#term`` beside ``term`` when it states the term with a number.
 _WITH_NUMBER: Final = "#"
+#: A question answered yes or no: "Can I …?", "Does it …?", "Is it OK to …?".
+_YES_NO: Final = re.compile(
+    r"\s*(?:can|could|does|do|did|is|are|was|will|would|should|may|must|has|have)\b",
+    re.IGNORECASE,
+)
+_NEGATION_TEXT: Final = "no not never cannot nor neither only don doesn isn aren won wasn"
+#: Words that say no, or set a limit ("only"): a unit holding one holds :data:`SAYS_NO`.
+_NEGATIONS: Final = frozenset(_NEGATION_TEXT.split())
+#: What a yes-or-no question looks for beside its terms: the docs' "no" is written with a
+#: negation ("cannot be loaded at the same time", "only files ending with .whl").
+SAYS_NO: Final = "!no"
 
 
 def unit_terms(unit: str) -> frozenset[str]:
@@ -40,6 +53,8 @@ def unit_terms(unit: str) -> frozenset[str]:
     number (what a question asking for a quantity looks for)."""
     found = words(unit)
     terms = {stem(word) for word in found}
+    if any(word in _NEGATIONS for word in found):
+        terms.add(SAYS_NO)
     for at, word in enumerate(found):
         if word in _NUMBER_WORDS or any(char.isdigit() for char in word):
             near = found[max(0, at - _NUMBER_WINDOW) : at + _NUMBER_WINDOW + 1]
@@ -48,10 +63,13 @@ def unit_terms(unit: str) -> frozenset[str]:
 
 
 def wanted_terms(text: str, terms: tuple[str, ...]) -> tuple[str, ...]:
-    """``terms``, and when ``text`` asks for a quantity, each of them stated with a number."""
+    """``terms``, and when ``text`` asks for a quantity, each of them stated with a number;
+    when it asks yes or no, :data:`SAYS_NO`."""
+    if _YES_NO.match(text) is not None:
+        terms = (*terms, SAYS_NO)
     if _ASKS_QUANTITY.search(text) is None:
         return terms
-    return (*terms, *(_WITH_NUMBER + term for term in terms))
+    return (*terms, *(_WITH_NUMBER + term for term in terms if term != SAYS_NO))
 
 
 def question_parts(query: str) -> list[tuple[str, ...]]:
