@@ -19,7 +19,9 @@ with parts ("X, and Y?", :func:`question_parts`) is answered part by part, in it
 part by the section that answers that part best (another section than an earlier part's when one
 is at least half as good), the length budget shared evenly. Otherwise the best section comes
 first, and a further one only when its title or best unit holds a question term that the chosen
-ones' titles and best units do not, and it scores at least half as well as the first. Each
+ones' titles and best units do not, and it scores at least half as well as the first; beside a
+first section shown whole (every block, within its share of the budget), it must bring two
+question terms or more, not one word that would only pad the answer. Each
 section shows the passage holding its best unit, and the other passages at least 0.3 as good
 that fit the length budget:
 
@@ -88,6 +90,10 @@ _LABEL_SHARE: Final = 0.5
 _LEAD_SHARE: Final = 0.7
 #: A further section must be at least this good, relative to the first.
 _FURTHER_SECTION: Final = 0.5
+#: A budget no window reaches: a section shown whole.
+_UNBOUNDED: Final = 1 << 30
+#: Beside a first section shown whole, a further one brings at least this many new terms.
+_SECOND_TOPIC: Final = 2
 
 
 # --- scoring ------------------------------------------------------------------------------------
@@ -315,6 +321,13 @@ def _window(section: _Section, budget: int, doing: bool) -> list[str]:
     return parts
 
 
+def _whole(section: _Section, budget: int, doing: bool) -> bool:
+    """Whether ``section`` is shown whole within ``budget``: every block of it, uncut."""
+    shown = _window(section, _UNBOUNDED, doing)
+    title = 1 if shown and shown[0] == _cited(section.title + ":", section.number) else 0
+    return len(shown) - title == len(section.blocks) and sum(len(p) + 2 for p in shown) <= budget
+
+
 def _render_group(section: _Section, group: list[int], budget: int) -> list[str]:
     parts: list[str] = []
     for i in group:
@@ -396,6 +409,8 @@ def _composed(
         doing = any(term in _DOING for term in wanted)
         chosen = [(section, doing) for section in _choose(_scored(parsed, wanted), max_sections)]
         fair = False
+        if len(chosen) > 1 and _whole(chosen[0][0], int(max_chars * _LEAD_SHARE), doing):
+            chosen = _second_topics(chosen)
     else:
         fair = True
     shown: list[tuple[_Section, int, bool]] = []
@@ -418,6 +433,20 @@ def _composed(
         shown.append((section, share, doing))
         used += size
     return shown
+
+
+def _second_topics(chosen: list[tuple[_Section, bool]]) -> list[tuple[_Section, bool]]:
+    """``chosen`` when its first section is shown whole: a further section stays only when it
+    brings two question terms or more (a second topic: "… and which origins are allowed?"),
+    not one word beside the answer ("inside", "minor"), which would only pad it."""
+    covered = {term.lstrip("#") for term in chosen[0][0].terms}
+    kept = chosen[:1]
+    for section, doing in chosen[1:]:
+        new = {term.lstrip("#") for term in section.terms} - covered
+        if len(new) >= _SECOND_TOPIC:
+            kept.append((section, doing))
+            covered |= new
+    return kept
 
 
 def _merged(sections: list[_Section], hrefs: Sequence[str]) -> list[_Section]:
