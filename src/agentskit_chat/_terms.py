@@ -25,7 +25,9 @@ __all__ = [
     "followup_question",
     "is_followup",
     "name_terms",
+    "prefixed",
     "question_clauses",
+    "rooted",
     "stem",
     "term_set",
     "words",
@@ -231,14 +233,64 @@ def _distance(a: str, b: str, limit: int) -> int:
     return previous[-1]
 
 
+#: Prefixes that make a new word of a known one: "uncompressed" is not a typo of "compressed".
+_PREFIXES: Final = (
+    "anti", "dis", "non", "un", "in", "im", "il", "ir", "mis", "de", "re", "pre", "sub",
+    "over", "under", "multi", "auto", "co",
+)  # fmt: skip
+#: The prefixes among them that say "not": "unsigned" is "not signed".
+_NEGATING: Final = frozenset({"anti", "dis", "non", "un", "in", "im", "il", "ir"})
+#: The shortest known word a prefix is read before.
+_ROOT_LETTERS: Final = 4
+
+
+def prefixed(word: str, vocabulary: Mapping[str, int]) -> tuple[str, str] | None:
+    """The prefix and known word ``word`` is made of ("uncompressed" → ``("un",
+    "compressed")``), or ``None`` when it is not a prefix before a word ``vocabulary`` holds.
+
+    >>> prefixed("uncompressed", {"compressed": 2}), prefixed("compresed", {"compressed": 2})
+    (('un', 'compressed'), None)
+    """
+    for prefix in _PREFIXES:
+        root = word[len(prefix) :].lstrip("-")
+        if word.startswith(prefix) and len(root) >= _ROOT_LETTERS and root in vocabulary:
+            return prefix, root
+    return None
+
+
+def rooted(question: str, vocabulary: Mapping[str, int]) -> str:
+    """``question`` with each word the corpus never writes but that is a prefix before a word
+    it does (:func:`prefixed`) written with that word, so search finds the pages about it: a
+    negating prefix is written out ("left uncompressed" → "left not compressed"), others
+    dropped ("recompressed" → "compressed"). :func:`corrected` keeps such words as asked.
+
+    >>> rooted("Which responses stay uncompressed?", {"compressed": 2})
+    'Which responses stay not compressed?'
+    """
+    roots: dict[str, str] = {}
+    for word in set(words(question)):
+        if word in vocabulary or word in STOP_WORDS:
+            continue
+        if (found := prefixed(word, vocabulary)) is not None:
+            prefix, root = found
+            roots[word] = f"not {root}" if prefix in _NEGATING else root
+    if not roots:
+        return question
+    pattern = re.compile(r"\b(" + "|".join(re.escape(word) for word in roots) + r")\b", re.I)
+    return pattern.sub(lambda m: roots[m.group(0).casefold()], question)
+
+
 def corrected(question: str, vocabulary: Mapping[str, int]) -> tuple[str, dict[str, str]]:
     """``question`` with its misspelled words replaced by the words ``vocabulary`` holds.
 
     ``vocabulary`` counts the folded words of a corpus (:func:`words`). A word of the question
     that the corpus never writes, of at least five letters and no digit, becomes the corpus word
     one edit away (two for words of nine letters or more: a swap of two neighbouring letters is
-    one edit), the most frequent when several are; a word with no such neighbour is kept.
-    Returns the question and what was replaced (``{"confgure": "configure"}``).
+    one edit), the most frequent when several are; a word with no such neighbour is kept, and so
+    is a known prefix before a corpus word that the correction would only drop
+    (:func:`prefixed`: "uncompressed" is not a misspelled "compressed", which asks the
+    opposite; "regenerate" still becomes "regenerated"). Returns the question and what was replaced
+    (``{"confgure": "configure"}``).
 
     >>> corrected("How do I confgure the limiter?", {"configure": 3, "limiter": 1})
     ('How do I configure the limiter?', {'confgure': 'configure'})
@@ -257,7 +309,8 @@ def corrected(question: str, vocabulary: Mapping[str, int]) -> tuple[str, dict[s
             distance = _distance(word, known, limit)
             if distance <= limit and (best is None or (distance, -count) < best[:2]):
                 best = (distance, -count, known)
-        if best is not None:
+        root = prefixed(word, vocabulary)
+        if best is not None and (root is None or stem(best[2]) != stem(root[1])):
             replaced[word] = best[2]
     if not replaced:
         return question, {}

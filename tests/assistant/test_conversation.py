@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from agentskit_chat._terms import corrected, followup_question, is_followup
+from agentskit_chat._terms import corrected, followup_question, is_followup, prefixed, rooted
 from agentskit_chat.assistant import create_docs_assistant
 from agentskit_chat.assistant._backend import IN_PROCESS, read_answer
 from agentskit_chat.protocol import EscalationAnswer, ExactAnswer, decode_ask_request
@@ -205,6 +205,20 @@ def test_corrected(question: str, expected: str, replaced: dict[str, str]) -> No
         "kafkaesque": 1,
     }
     assert corrected(question, vocabulary) == (expected, replaced)
+
+
+def test_a_prefix_before_a_known_word_is_not_a_typo() -> None:
+    vocabulary = {"compressed": 5, "compresses": 2, "regenerated": 1, "generate": 3}
+    # Two edits from "compressed", but the edit drops "un": it would ask the opposite.
+    question = "Which responses are left uncompressed?"
+    assert corrected(question, vocabulary) == (question, {})
+    assert prefixed("uncompressed", vocabulary) == ("un", "compressed")
+    # Search reads it as the known word it negates; other prefixes are dropped for search.
+    assert rooted(question, vocabulary) == "Which responses are left not compressed?"
+    assert rooted("recompresses it", vocabulary) == "compresses it"
+    # A correction that keeps the prefix is still a correction.
+    assert corrected("regenerate", vocabulary) == ("regenerated", {"regenerate": "regenerated"})
+    assert prefixed("compresed", vocabulary) is None
 
 
 def test_the_most_frequent_close_word_wins() -> None:

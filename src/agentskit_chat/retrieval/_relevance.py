@@ -44,6 +44,7 @@ from agentskit_chat._terms import (
     followup_question,
     name_terms,
     question_clauses,
+    rooted,
     term_set,
 )
 from agentskit_chat.errors import ConfigurationError
@@ -401,6 +402,7 @@ class RelevantRetriever:
         question = followup_question(query, earlier)
         if self._vocabulary:
             question, _ = corrected(question, self._vocabulary)
+            question = rooted(question, self._vocabulary)
         return question
 
     async def retrieve(self, request: RetrievalRequest) -> list[GroundedSource]:
