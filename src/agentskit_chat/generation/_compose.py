@@ -31,8 +31,9 @@ that fit the length budget:
 - a list stays a list and a table a Markdown table under its header, their least matching
   items or rows left out when over budget (the header, its rule and the title that introduces
   the block count toward the budget, so a cut block fits rather than being dropped);
-- a code block is shown fenced; when the question asks how to install, run, set up, start,
-  deploy or configure something, the section's code is shown beside the prose that answers.
+- a code block is shown fenced; when the question asks how to do something ("How do I …?",
+  "How to …?", or to install, run, set up, start, deploy or configure something), the
+  section's code comes right after the passage that answers, before other passages.
 
 Prose leads: the paragraph that answers comes first, followed by ``[n]`` (the source's 1-based
 position); a list, table or code block that answers best keeps the prose around it in the
@@ -44,6 +45,7 @@ question term, the answer is :data:`NO_GROUNDED_ANSWER`.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
@@ -69,6 +71,9 @@ NO_GROUNDED_ANSWER: Final = "No grounded sources were found for this question."
 _TRAILING_JOINERS: Final = ":;,-–— "
 #: A question with one of these terms asks for something to type: the section's code is shown.
 _DOING: Final = frozenset(content_terms("install run setup set configure start deploy command"))
+#: "How do I …?", "How can I …?", "How to …?": a question asking for steps, which the
+#: section's code shows.
+_HOW_TO: Final = re.compile(r"\s*how\s+(?:(?:do|can|could|should)\s+(?:i|we|you)|to)\b", re.I)
 #: A paragraph up to this long is shown whole around its best sentence.
 _SHORT_PARAGRAPH: Final = 320
 #: Lines of code shown at most, per block: a longer block is cut after them, marked ``…``.
@@ -294,6 +299,10 @@ def _window(section: _Section, budget: int, doing: bool) -> list[str]:
 
     ranked = sorted(range(len(groups)), key=lambda g: (-value(groups[g]), g))
     first = ranked[0]
+    if doing:
+        # Asked how to do something: the example comes right after the passage that answers.
+        code = [g for g in ranked[1:] if any(section.blocks[i].kind == "code" for i in groups[g])]
+        ranked = [first, *code, *(g for g in ranked[1:] if g not in code)]
     chosen = [first]
     # A list, table or code block that answers best is introduced by the title: its room too.
     title = _cited(section.title + ":", section.number)
@@ -406,7 +415,7 @@ def _composed(
             if best is not None:
                 chosen.append((best, any(term in _DOING for term in terms)))
     if not chosen:
-        doing = any(term in _DOING for term in wanted)
+        doing = any(term in _DOING for term in wanted) or _HOW_TO.match(query) is not None
         chosen = [(section, doing) for section in _choose(_scored(parsed, wanted), max_sections)]
         fair = False
         if len(chosen) > 1 and _whole(chosen[0][0], int(max_chars * _LEAD_SHARE), doing):
