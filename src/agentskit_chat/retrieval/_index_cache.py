@@ -293,29 +293,23 @@ def _decoded(
     build = _build(stored, site_id)
     if build is None:
         return None
+    # Their digest matched: these are the values this module wrote (JSON keys are strings).
     weights = orjson.loads(stored["weights"])
-    frequencies = Counter({str(k): int(v) for k, v in weights["frequencies"].items()})
-    vocabulary = Counter({str(k): int(v) for k, v in orjson.loads(stored["vocabulary"]).items()})
+    frequencies: Counter[str] = Counter(weights["frequencies"])
+    vocabulary: Counter[str] = Counter(orjson.loads(stored["vocabulary"]))
     return StartParts(corpus, build, TermWeights(frequencies, int(weights["sections"])), vocabulary)
 
 
 def _corpus(data: Any, bodies: dict[str, str], folder: DocsFolder) -> MarkdownCorpus | None:
+    # Read as written: the caller checks the digest of every text before it uses the corpus.
     documents: list[MarkdownDocument] = []
     for path, title, sha256, chunks in data["documents"]:
         made = tuple(
-            MarkdownChunk(
-                str(chunk_id),
-                str(chunk_title),
-                str(href),
-                bodies[chunk_id],
-                str(path),
-                tuple(str(h) for h in heading_path),
-                str(document_title),
-            )
-            for chunk_id, chunk_title, href, heading_path, document_title in chunks
+            MarkdownChunk(chunk_id, chunk_title, href, bodies[chunk_id], path, tuple(heads), name)
+            for chunk_id, chunk_title, href, heads, name in chunks
         )
-        documents.append(MarkdownDocument(str(path), str(title), str(sha256), made))
-    corpus = MarkdownCorpus(tuple(documents), str(data["prefix"]), folder.root)
+        documents.append(MarkdownDocument(path, title, sha256, made))
+    corpus = MarkdownCorpus(tuple(documents), data["prefix"], folder.root)
     manifest = {page.path: page.sha256 for page in folder.documents}
     if corpus.manifest != manifest or sum(len(d.chunks) for d in documents) != len(bodies):
         return None
