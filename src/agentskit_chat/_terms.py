@@ -48,6 +48,7 @@ _STOP_TEXT: Final = """
     why will with within without would yes yet you your yours yourself yourselves happen happens
     happened work works working able anyone someone somebody exactly actually use uses used using
     make makes made explain s t don doesn isn aren wasn weren won wouldn shouldn couldn
+    inside outside across among amongst onto toward towards beyond beside besides throughout
 """
 #: Function words and question scaffolding: they say nothing about what is asked.
 STOP_WORDS: Final = frozenset(_STOP_TEXT.split())

@@ -55,6 +55,8 @@ BURIED = hit("FAQ › Miscellaneous", "Set cache_size to the number of pages the
         # "How many" asks for a number: the quantity, never the word, is what is looked for.
         ("How many retries, and how much time?", ("retri", "time")),
         ("ＣＡＣＨＥ sizes, size", ("cach", "size")),
+        # Prepositions say where, not what: "inside" is "within", which was always dropped.
+        ("A shell inside my environment, outside the project", ("shell", "environ", "project")),
         ("", ()),
     ],
 )
