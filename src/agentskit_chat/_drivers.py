@@ -78,13 +78,23 @@ def redis_client(
     """
     require_extra(user, "redis", "redis.asyncio")
     from redis.asyncio import BlockingConnectionPool, Redis  # noqa: PLC0415
+    from redis.asyncio.retry import Retry  # noqa: PLC0415
+    from redis.backoff import NoBackoff  # noqa: PLC0415
+    from redis.exceptions import ConnectionError as RedisConnectionError  # noqa: PLC0415
 
     if isinstance(url_or_client, str):
+        # After a Redis restart every pooled connection fails its next command once ("Connection
+        # closed by server"): one retry on a fresh connection hides that from callers. Only
+        # connection errors are retried (a timeout may have run the command); our writes are
+        # compare-and-set scripts, so a retried write that had already run is a conflict, never
+        # a second write.
         pool = BlockingConnectionPool.from_url(
             url_or_client,
             max_connections=max_connections,
             timeout=connect_timeout,
             socket_connect_timeout=connect_timeout,
+            retry=Retry(NoBackoff(), 1),
+            retry_on_error=[RedisConnectionError],
         )
         return Redis.from_pool(pool), True
     if isinstance(url_or_client, Redis):
