@@ -20,6 +20,7 @@ from agentskit_chat._stemmer import english_stemmer
 
 __all__ = [
     "STOP_WORDS",
+    "by_default",
     "content_terms",
     "corrected",
     "followup_question",
@@ -157,6 +158,26 @@ def question_clauses(text: str) -> tuple[str, list[str]]:
     if lead is not None:
         context, body = lead.group(1), body[lead.end() :]
     return context, [piece for piece in _CLAUSE.split(body) if piece.strip()]
+
+
+#: "when I don't pass one", "if you do not set it", "unless I change it": the question asks
+#: what happens by default. The verb names no topic ("pass" is not "Passing arguments").
+_UNLESS_GIVEN: Final = re.compile(
+    r"\b(?:(?:when|if)\s+(?:i|you|we)\s+(?:do\s+not|don['’]?t|never)|unless\s+(?:i|you|we))"
+    r"\s+(?:pass|set|give|specify|provide|supply|change|configure|choose|pick|define|override)"
+    r"(?:\s+(?:one|it|them|any|anything|that|this))?(?=\s*(?:[?.!,;]|$))",
+    re.IGNORECASE,
+)
+
+
+def by_default(question: str) -> str:
+    """``question`` with a clause asking what happens when nothing is given ("when I don't
+    pass one", "unless I change it") written as what it asks: "by default".
+
+    >>> by_default("Into which directory are builds written when I don't pass one?")
+    'Into which directory are builds written by default?'
+    """
+    return _UNLESS_GIVEN.sub("by default", question)
 
 
 # --- follow-ups and typos -------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from typing import Final
 import anyio.lowlevel
 import anyio.to_thread
 
-from agentskit_chat._terms import corrected, followup_question, words
+from agentskit_chat._terms import by_default, corrected, followup_question, words
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import AskUsage, GroundedSource
 from agentskit_chat.service import CitedSources, GenerationRequest, TextDelta, UsageReport
@@ -139,7 +139,7 @@ def _question(request: GenerationRequest) -> str:
     """The question answered: an elliptic follow-up written out with the previous question,
     and a misspelled word read as the word the sources write one edit away."""
     earlier = [m.content for m in request.messages[:-1] if m.role == "user"]
-    question = followup_question(request.query, earlier)
+    question = by_default(followup_question(request.query, earlier))
     vocabulary = Counter(
         word for source in request.sources for word in words(f"{source.title}\n{source.excerpt}")
     )

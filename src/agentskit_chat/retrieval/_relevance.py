@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from agentskit_chat._terms import (
+    by_default,
     content_terms,
     corrected,
     followup_question,
@@ -399,7 +400,7 @@ class RelevantRetriever:
     def question(self, query: str, earlier: Sequence[str] = ()) -> str:
         """The question searched for ``query``: a follow-up written out with the ``earlier``
         user questions (oldest first), misspelled words corrected against the vocabulary."""
-        question = followup_question(query, earlier)
+        question = by_default(followup_question(query, earlier))
         if self._vocabulary:
             question, _ = corrected(question, self._vocabulary)
             question = rooted(question, self._vocabulary)
