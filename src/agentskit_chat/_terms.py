@@ -160,9 +160,11 @@ def question_clauses(text: str) -> tuple[str, list[str]]:
     return context, [piece for piece in _CLAUSE.split(body) if piece.strip()]
 
 
-#: "when I don't pass one", "if you do not set it", "unless I change it": the question asks
-#: what happens by default. The verb names no topic ("pass" is not "Passing arguments").
+#: "when I don't pass one", "if you do not set it", "unless I change it", "out of the box": the
+#: question asks what happens by default. The verb names no topic ("pass" is not "Passing
+#: arguments").
 _UNLESS_GIVEN: Final = re.compile(
+    r"\bout\s+of\s+the\s+box\b|"
     r"\b(?:(?:when|if)\s+(?:i|you|we)\s+(?:do\s+not|don['’]?t|never)|unless\s+(?:i|you|we))"
     r"\s+(?:pass|set|give|specify|provide|supply|change|configure|choose|pick|define|override)"
     r"(?:\s+(?:one|it|them|any|anything|that|this))?(?=\s*(?:[?.!,;]|$))",
@@ -172,7 +174,7 @@ _UNLESS_GIVEN: Final = re.compile(
 
 def by_default(question: str) -> str:
     """``question`` with a clause asking what happens when nothing is given ("when I don't
-    pass one", "unless I change it") written as what it asks: "by default".
+    pass one", "unless I change it", "out of the box") written as what it asks: "by default".
 
     >>> by_default("Into which directory are builds written when I don't pass one?")
     'Into which directory are builds written by default?'

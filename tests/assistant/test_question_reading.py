@@ -48,6 +48,7 @@ Otherwise, builds are written to the `dist` directory of the project root by def
             "Into which directory are builds written by default?",
         ),
         ("Which level is used unless you change it?", "Which level is used by default?"),
+        ("Are URL snippets allowed out of the box?", "Are URL snippets allowed by default?"),
         ("What port if I do not set one, and why?", "What port by default, and why?"),
         # The verb has an object of its own: the question asks about that, not a default.
         ("What happens if I don't set a timeout?", "What happens if I don't set a timeout?"),
