@@ -329,9 +329,9 @@ def _build(stored: dict[str, Any], site_id: str) -> ArtifactBuild | None:
     )
     if not verified.ok:
         return None
-    extra = orjson.loads(stored["build"])
-    left_out = tuple(LeftOut(*(str(v) for v in item)) for item in extra["left_out"])
-    stats = ArtifactBuildStats(**{str(k): int(v) for k, v in extra["stats"].items()})
+    extra = orjson.loads(stored["build"])  # as written: the caller checked its digest
+    left_out = tuple(LeftOut(*item) for item in extra["left_out"])
+    stats = ArtifactBuildStats(**extra["stats"])
     return ArtifactBuild(verified.value, site.value, artifact_json, site_json, left_out, stats)
 
 
