@@ -658,20 +658,21 @@ SHELL = source(
     "Exit the shell to leave the environment.",
     "Shell",
 )
-INSIDE = source(2, "Builds run inside a container, inside the output folder.", "Inside builds")
+# ("inside" is a function word like "within": the word shared is "quickly".)
+QUICK = source(2, "Builds run quickly in a container, in the output folder.", "Quick builds")
 
 
 def test_a_section_shown_whole_is_not_padded_with_one_more_word() -> None:
     # The first section answers whole; the second shares one word with the question.
-    query = "How do I get a shell inside my project's environment?"
-    assert compose(query, SHELL, INSIDE).split("\n\n") == [
+    query = "How do I quickly get a shell in my project's environment?"
+    assert compose(query, SHELL, QUICK).split("\n\n") == [
         "Run `hatch shell` to enter the project's environment [1].",
         "The shell starts with the environment's paths first.",
         "Exit the shell to leave the environment.",
     ]
     # Cut to fit, the first section leaves room for the second, which may say what it left out.
     longer = source(1, SHELL.excerpt + "\n\n" + "The shell keeps its history. " * 20, "Shell")
-    assert compose(query, longer, INSIDE).endswith("inside the output folder [2].")
+    assert compose(query, longer, QUICK).endswith("in the output folder [2].")
 
 
 # --- properties ---------------------------------------------------------------------------------

@@ -447,7 +447,7 @@ def _composed(
 def _second_topics(chosen: list[tuple[_Section, bool]]) -> list[tuple[_Section, bool]]:
     """``chosen`` when its first section is shown whole: a further section stays only when it
     brings two question terms or more (a second topic: "… and which origins are allowed?"),
-    not one word beside the answer ("inside", "minor"), which would only pad it."""
+    not one word beside the answer ("quickly", "minor"), which would only pad it."""
     covered = {term.lstrip("#") for term in chosen[0][0].terms}
     kept = chosen[:1]
     for section, doing in chosen[1:]:
