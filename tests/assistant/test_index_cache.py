@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import markdown_it
 import pytest
 
 from agentskit_chat._terms import words
@@ -373,6 +374,20 @@ def test_other_builder_code_never_reads_an_entry(
     assert _index_cache._code_fingerprint() == _index_cache._code_fingerprint.__wrapped__()
     # An edited or upgraded copy of the code that builds the parts: another key.
     monkeypatch.setattr(_index_cache, "_code_fingerprint", lambda: "0" * 64)
+    parses.clear()
+    _start(folder, cache)[1].close()
+    assert len(parses) == len(folder.documents)
+    assert _entry(cache) != first
+
+
+def test_another_markdown_parser_version_never_reads_an_entry(
+    tmp_path: Path, cache: Path, parses: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = read_docs_folder(write_docs(tmp_path / "docs"))
+    _start(folder, cache)[1].close()
+    first = _entry(cache)
+    # An upgraded markdown-it-py may chunk the same pages otherwise: another key.
+    monkeypatch.setattr(markdown_it, "__version__", "0.0.0-test")
     parses.clear()
     _start(folder, cache)[1].close()
     assert len(parses) == len(folder.documents)

@@ -6,10 +6,11 @@ knowledge artifact's canonical JSON, the term weights and the vocabulary. A star
 are unchanged reads and hashes them, finds the entry, and parses nothing.
 
 Each entry is named by a key: the SHA-256 of the formats, the chunking settings, the site id,
-``SOURCE_DATE_EPOCH``, a fingerprint of the code that builds the parts, and every page's path
-and content hash. Nothing in an entry is trusted as is: the artifact is verified again by the
-protocol decoder (its content hash recomputed), the chunks and the index are checked against
-the pages' hashes, and an entry that fails any check is built again. Any other start builds a
+``SOURCE_DATE_EPOCH``, a fingerprint of the code that builds the parts, the version of the
+Markdown parser it uses, and every page's path and content hash. Nothing in an entry is
+trusted as is: the artifact is verified again by the protocol decoder (its content hash
+recomputed), the chunks and the index are checked against the pages' hashes, and an entry
+that fails any check is built again. Any other start builds a
 new file under a temporary name and renames it into place, then removes the folder's older
 files. A file is never written after it is named: change one page and the key changes.
 
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import markdown_it
 import orjson
 
 from agentskit_chat.answers import ArtifactBuild, ArtifactBuildStats, DocsFolder, LeftOut
@@ -118,8 +120,12 @@ def start_key(folder: DocsFolder, *, site_id: str, href_prefix: str) -> str:
     """
     settings = MarkdownCorpus((), _checked_prefix(href_prefix)).settings
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+    # The parser shapes the chunks and the artifact as much as our code does: an upgraded
+    # markdown-it-py never reads an entry an older one wrote.
+    parser = markdown_it.__version__
     head = (
-        f"{INDEX_FORMAT}\n{START_FORMAT}\n{settings}\n{_code_fingerprint()}\n{site_id}\n{epoch}\n"
+        f"{INDEX_FORMAT}\n{START_FORMAT}\n{settings}\n{_code_fingerprint()}\n{parser}\n"
+        f"{site_id}\n{epoch}\n"
     )
     digest = hashlib.sha256(head.encode("utf-8", "surrogatepass"))
     for page in sorted(folder.documents, key=lambda page: page.path):
