@@ -207,3 +207,16 @@ def test_an_invalid_envelope_is_refused_as_the_protocol_encoder_refuses(
     with pytest.raises(ProtocolError) as protocol:
         reference(messages, **changes)
     assert ours.value.code == protocol.value.code
+
+
+def test_a_lineage_changed_in_place_is_a_new_envelope_not_the_checked_one() -> None:
+    lines = SnapshotLines()
+    messages = conversation()
+    lineage = {"operation": "submit"}
+    assert lines.encode(**arguments(messages, lineage=lineage)) == reference(
+        messages, lineage={"operation": "submit"}
+    )
+    lineage.update(operation="retry", parentTurnId="t0", sourceMessageId="a1")
+    assert lines.encode(**arguments(messages, lineage=lineage)) == reference(
+        messages, lineage=dict(lineage)
+    )

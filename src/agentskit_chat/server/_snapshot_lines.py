@@ -14,6 +14,7 @@ limits are checked on the totals (they add up message by message).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final, NamedTuple
@@ -53,6 +54,32 @@ def _head(event_id: str, session_id: str, turn_id: str, sequence: int, emitted_a
     )
 
 
+class _Frame(NamedTuple):
+    """What a line carries besides its messages, its id, its sequence and its time."""
+
+    session_id: str
+    turn_id: str
+    status: str
+    usage: TokenUsage
+    lineage: Mapping[str, Any] | None
+    error: Mapping[str, Any] | None
+
+    def envelope(self, event_id: str, sequence: int, emitted_at: datetime) -> str:
+        """The protocol's own line of this frame, without messages (validated by it)."""
+        return create_snapshot_event(
+            event_id=event_id,
+            session_id=self.session_id,
+            turn_id=self.turn_id,
+            sequence=sequence,
+            emitted_at=emitted_at,
+            messages=[],
+            status=self.status,
+            usage=self.usage,
+            lineage=self.lineage,
+            error=self.error,
+        ).to_json()
+
+
 class _Encoded(NamedTuple):
     message: ChatMessage  # kept, so that its id is not reused while it is known
     text: str
@@ -66,43 +93,23 @@ class SnapshotLines:
 
     def __init__(self) -> None:
         self._known: dict[int, _Encoded] = {}
-        #: The envelope last checked: its arguments, and the line's end after the messages.
-        self._frame: tuple[tuple[object, ...], str] | None = None
+        #: The frame last checked, and the line's end after the messages.
+        self._frame: tuple[_Frame, str] | None = None
 
-    def _tail(
-        self,
-        *,
-        session_id: str,
-        turn_id: str,
-        status: str,
-        usage: TokenUsage,
-        lineage: Mapping[str, Any] | None,
-        error: Mapping[str, Any] | None,
-    ) -> str | None:
-        """The end of a line after its messages, for these envelope arguments (validated
-        once); ``None`` when the line's layout is not the expected one."""
-        checked = (session_id, turn_id, status, usage, lineage, error)
-        frame = self._frame
-        if frame is not None and frame[0] == checked:
-            return frame[1]
-        envelope = create_snapshot_event(
-            event_id=_PLACEHOLDER_ID,
-            session_id=session_id,
-            turn_id=turn_id,
-            sequence=0,
-            emitted_at=_PLACEHOLDER_AT,
-            messages=[],
-            status=status,
-            usage=usage,
-            lineage=lineage,
-            error=error,
-        ).to_json()
+    def _tail(self, frame: _Frame) -> str | None:
+        """The end of a line after its messages, for this frame (validated once); ``None``
+        when the line's layout is not the expected one."""
+        known = self._frame
+        if known is not None and known[0] == frame:
+            return known[1]
+        envelope = frame.envelope(_PLACEHOLDER_ID, 0, _PLACEHOLDER_AT)
         at = format_message_timestamp(_PLACEHOLDER_AT)
-        head = _head(_PLACEHOLDER_ID, session_id, turn_id, 0, at)
+        head = _head(_PLACEHOLDER_ID, frame.session_id, frame.turn_id, 0, at)
         if not envelope.startswith(head + "]"):  # pragma: no cover - the protocol's layout
             return None
         tail = envelope[len(head) + 1 :]
-        self._frame = (checked, tail)
+        # A copy: a lineage or error mapping the caller changes in place is a new frame.
+        self._frame = (copy.deepcopy(frame), tail)
         return tail
 
     def _encoded(self, message: ChatMessage) -> _Encoded:
@@ -142,14 +149,8 @@ class SnapshotLines:
         if nodes > MESSAGE_MAX_NODES or len(encoded) > MESSAGE_MAX_CONTAINER_SIZE:
             raise ProtocolError("PROTOCOL_INVALID_PAYLOAD", _LIMITS_MESSAGE)
         texts = ",".join(entry.text for entry in encoded)
-        tail = self._tail(
-            session_id=session_id,
-            turn_id=turn_id,
-            status=status,
-            usage=usage,
-            lineage=lineage,
-            error=error,
-        )
+        frame = _Frame(session_id, turn_id, status, usage, lineage, error)
+        tail = self._tail(frame)
         if (
             tail is None
             or not is_safe_id(event_id)
@@ -159,18 +160,7 @@ class SnapshotLines:
             or emitted_at.utcoffset() is None
         ):
             # What the checks above do not cover is refused (or built) by the protocol itself.
-            envelope = create_snapshot_event(
-                event_id=event_id,
-                session_id=session_id,
-                turn_id=turn_id,
-                sequence=sequence,
-                emitted_at=emitted_at,
-                messages=[],
-                status=status,
-                usage=usage,
-                lineage=lineage,
-                error=error,
-            ).to_json()
+            envelope = frame.envelope(event_id, sequence, emitted_at)
             head, _, tail = envelope.partition(_EMPTY)
             return f"{head}{_EMPTY[:-1]}{texts}]{tail}"
         at = format_message_timestamp(emitted_at)
