@@ -55,13 +55,18 @@ def _error_code(response: httpx.Response) -> str:
     return code if isinstance(code, str) and code else ""
 
 
+def _refused(response: httpx.Response) -> tuple[Kind, str, str]:
+    """A response other than 200: typed when its body names an error code, else a defect."""
+    code = _error_code(response)
+    if code:
+        return "typed", code, ""
+    return "defect", "", f"{response.status_code} without an error code"
+
+
 def classify_turn(response: httpx.Response) -> tuple[Kind, str, str]:
     """``(kind, code, detail)`` of a turn's response (its body read in full)."""
     if response.status_code != 200:
-        code = _error_code(response)
-        if code:
-            return "typed", code, ""
-        return "defect", "", f"{response.status_code} without an error code"
+        return _refused(response)
     try:
         events = [json.loads(line) for line in response.text.splitlines() if line]
     except ValueError:
@@ -89,10 +94,7 @@ def classify_turn(response: httpx.Response) -> tuple[Kind, str, str]:
 def classify_read(response: httpx.Response) -> tuple[Kind, str, str]:
     """``(kind, code, detail)`` of a ``GET /api/chat?sessionId=`` response."""
     if response.status_code != 200:
-        code = _error_code(response)
-        if code:
-            return "typed", code, ""
-        return "defect", "", f"{response.status_code} without an error code"
+        return _refused(response)
     try:
         snapshot = response.json()
     except ValueError:

@@ -99,5 +99,6 @@ def test_the_soak_serves_32_clients_on_2_workers_without_errors_or_memory_growth
     assert result["turns"] > 0 and result["reads"] > 0 and result["conversations"] > 32
     assert result["turns_per_s"] > 0 and 0 < result["p50_ms"] <= result["p95_ms"]
     assert isinstance(result["rate_limited"], int)
+    assert result["rss_samples"], "no memory samples in a window"
     assert all(count > 0 for count in result["rss_samples"])
     assert result["rss_first_mb"] > 0 and result["rss_growth_pct"] < 5.0
