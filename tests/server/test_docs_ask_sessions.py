@@ -44,16 +44,6 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(params=["sqlite", "postgres", "redis"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Where the docs server keeps conversations (PostgreSQL and Redis need their URL)."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'chat.db'}"
-    fixture = "postgres_url" if request.param == "postgres" else "redis_url"
-    url: str = request.getfixturevalue(fixture)
-    return url
-
-
 def ask_body(session_id: str, question: str = QUESTION) -> dict[str, Any]:
     return {
         "protocol": "agentskit.chat.ask",
