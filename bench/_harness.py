@@ -8,17 +8,22 @@ floor measured in the same process, as a cost ratio, and beside the reference's 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 TIMED_RUNS = 5
+#: Where the benchmarks' server child processes listen.
+HOST = "127.0.0.1"
 
 #: (label, our key, floor key, reference key or None, unit, higher is better)
 Row = tuple[str, str, str, str | None, str, bool]
@@ -51,6 +56,19 @@ def run_group(script: str, name: str) -> dict[str, float]:
     if done.returncode != 0:
         sys.exit(f"group {name} failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def run_and_report(
+    script: str, groups: Iterable[str], report: Callable[[dict[str, float]], str]
+) -> None:
+    """Run each group of ``script`` in a fresh process; print ``report`` of all their figures
+    and the time it all took."""
+    started = time.perf_counter()
+    results: dict[str, float] = {}
+    for name in groups:
+        results.update(run_group(script, name))
+    print(report(results))
+    print(f"\n({time.perf_counter() - started:.0f} s in all)")
 
 
 def print_table(
@@ -105,3 +123,75 @@ def collect(
     for name in groups:
         results.update(run_group(script, name))
     return results
+
+
+# --- server child processes ----------------------------------------------------------------------
+
+
+async def serve_app(app: Any) -> None:
+    """Serve ``app`` with uvicorn on :data:`HOST` (a free port), in a server child process.
+
+    Prints ``{"port": N}`` once it listens, and serves until the parent closes our stdin (no
+    signal handling to race with uvicorn's).
+    """
+    import anyio.to_thread  # noqa: PLC0415
+    import uvicorn  # noqa: PLC0415
+
+    config = uvicorn.Config(
+        app, host=HOST, port=0, log_level="warning", access_log=False, backlog=2048
+    )
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve())
+    while not server.started:
+        if serving.done():
+            serving.result()
+            raise RuntimeError("the server stopped before it started")
+        await asyncio.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    print(json.dumps({"port": port}), flush=True)
+    await anyio.to_thread.run_sync(sys.stdin.read)
+    server.should_exit = True
+    await serving
+
+
+@contextmanager
+def server_process(script: str, kind: str) -> Iterator[tuple[int, int]]:
+    """Run ``script --serve KIND`` (which calls :func:`serve_app`); yields its port and pid,
+    and stops it when the block ends."""
+    child = subprocess.Popen(
+        [sys.executable, script, "--serve", kind],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        line = child.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {kind} server did not start")
+        yield int(json.loads(line)["port"]), child.pid
+    finally:
+        child.stdin.close()
+        try:
+            child.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
+def turn_body(question: str) -> bytes:
+    """A ``client.turn.submit`` of ``question`` in a session of its own."""
+    turn = uuid.uuid4().hex
+    return json.dumps(
+        {
+            "protocol": "agentskit.chat.turn",
+            "version": 1,
+            "eventId": f"e-{turn}",
+            "sessionId": f"s-{turn}",
+            "turnId": f"t-{turn}",
+            "sequence": 0,
+            "emittedAt": "2026-07-11T00:00:00.000Z",
+            "event": "client.turn.submit",
+            "payload": {"input": question},
+        }
+    ).encode()

@@ -37,8 +37,6 @@ import gc
 import json
 import math
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -48,11 +46,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _harness import run_group
+from _harness import HOST, run_and_report, serve_app, server_process, turn_body
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-HOST = "127.0.0.1"
 
 LATENCY_REQUESTS = 300
 THROUGHPUT_CLIENTS = 32
@@ -196,52 +193,15 @@ async def assistant_app(stack: AsyncExitStack) -> Any:
 
 
 async def _serve(kind: str) -> None:
-    import anyio.to_thread  # noqa: PLC0415
-    import uvicorn  # noqa: PLC0415
-
     async with AsyncExitStack() as stack:
-        app = floor_app() if kind == "floor" else await assistant_app(stack)
-        config = uvicorn.Config(
-            app, host=HOST, port=0, log_level="warning", access_log=False, backlog=2048
-        )
-        server = uvicorn.Server(config)
-        serving = asyncio.create_task(server.serve())
-        while not server.started:
-            if serving.done():
-                serving.result()
-                raise RuntimeError("the server stopped before it started")
-            await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        print(json.dumps({"port": port}), flush=True)
-        # The parent closes our stdin to stop us: no signal handling to race with uvicorn's.
-        await anyio.to_thread.run_sync(sys.stdin.read)
-        server.should_exit = True
-        await serving
+        await serve_app(floor_app() if kind == "floor" else await assistant_app(stack))
 
 
 @contextmanager
 def running(kind: str) -> Iterator[str]:
     """A server child process: yields its base URL."""
-    child = subprocess.Popen(
-        [sys.executable, __file__, "--serve", kind],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdin is not None and child.stdout is not None
-    try:
-        line = child.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the {kind} server did not start")
-        info = json.loads(line)
-        yield f"http://{HOST}:{info['port']}"
-    finally:
-        child.stdin.close()
-        try:
-            child.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
+    with server_process(__file__, kind) as (port, _):
+        yield f"http://{HOST}:{port}"
 
 
 # --- the client ----------------------------------------------------------------------------------
@@ -452,29 +412,11 @@ async def interleaved_latency(
     return results
 
 
-def chat_body(question: str) -> bytes:
-    """A ``client.turn.submit`` of ``question`` in a session of its own."""
-    turn = uuid.uuid4().hex
-    return json.dumps(
-        {
-            "protocol": "agentskit.chat.turn",
-            "version": 1,
-            "eventId": f"e-{turn}",
-            "sessionId": f"s-{turn}",
-            "turnId": f"t-{turn}",
-            "sequence": 0,
-            "emittedAt": "2026-07-11T00:00:00.000Z",
-            "event": "client.turn.submit",
-            "payload": {"input": question},
-        }
-    ).encode()
-
-
 def _chat_poster(client: Any, url: str, question: str) -> Request:
     headers = {"content-type": "application/json"}
 
     async def post() -> None:
-        response = await client.post(url, content=chat_body(question), headers=headers)
+        response = await client.post(url, content=turn_body(question), headers=headers)
         last = json.loads(response.text.splitlines()[-1]) if response.status_code == 200 else {}
         if last.get("payload", {}).get("status") != "complete":
             raise RuntimeError(f"{url} did not complete a turn ({response.status_code})")
@@ -644,12 +586,7 @@ def main() -> None:
     if args.group:
         print(json.dumps(_measure_in_servers(GROUPS[args.group])))
         return
-    started = time.perf_counter()
-    results: dict[str, float] = {}
-    for name in GROUPS:
-        results.update(run_group(__file__, name))
-    print(report(results))
-    print(f"\n({time.perf_counter() - started:.0f} s in all)")
+    run_and_report(__file__, GROUPS, report)
 
 
 if __name__ == "__main__":

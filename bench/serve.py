@@ -31,22 +31,18 @@ import json
 import math
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _harness import run_group
+from _harness import HOST, run_and_report, serve_app, server_process, turn_body
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-HOST = "127.0.0.1"
 
 STREAMS = 20
 CHUNKS = [f"word{i} " for i in range(20)]
@@ -186,27 +182,8 @@ async def _app(kind: str, stack: AsyncExitStack) -> Any:
 
 
 async def _serve(kind: str) -> None:
-    import anyio.to_thread  # noqa: PLC0415
-    import uvicorn  # noqa: PLC0415
-
     async with AsyncExitStack() as stack:
-        app = await _app(kind, stack)
-        config = uvicorn.Config(
-            app, host=HOST, port=0, log_level="warning", access_log=False, backlog=2048
-        )
-        server = uvicorn.Server(config)
-        serving = asyncio.create_task(server.serve())
-        while not server.started:
-            if serving.done():
-                serving.result()
-                raise RuntimeError("the server stopped before it started")
-            await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        print(json.dumps({"port": port}), flush=True)
-        # The parent closes our stdin to stop us: no signal handling to race with uvicorn's.
-        await anyio.to_thread.run_sync(sys.stdin.read)
-        server.should_exit = True
-        await serving
+        await serve_app(await _app(kind, stack))
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,25 +205,8 @@ class Server:
 @contextmanager
 def running(kind: str) -> Iterator[Server]:
     """A server child process; it stops when the block ends."""
-    child = subprocess.Popen(
-        [sys.executable, __file__, "--serve", kind],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdin is not None and child.stdout is not None
-    try:
-        line = child.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the {kind} server did not start")
-        yield Server(f"http://{HOST}:{json.loads(line)['port']}/api/chat", child.pid)
-    finally:
-        child.stdin.close()
-        try:
-            child.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
+    with server_process(__file__, kind) as (port, pid):
+        yield Server(f"http://{HOST}:{port}/api/chat", pid)
 
 
 # --- the clients ---------------------------------------------------------------------------------
@@ -255,24 +215,6 @@ def running(kind: str) -> Iterator[Server]:
 def p95(samples: Sequence[float]) -> float:
     """The 95th percentile (inclusive) of at least two samples."""
     return statistics.quantiles(samples, n=100, method="inclusive")[94]
-
-
-def turn_body(question: str) -> bytes:
-    """A ``client.turn.submit`` of ``question`` in a session of its own."""
-    turn = uuid.uuid4().hex
-    return json.dumps(
-        {
-            "protocol": "agentskit.chat.turn",
-            "version": 1,
-            "eventId": f"e-{turn}",
-            "sessionId": f"s-{turn}",
-            "turnId": f"t-{turn}",
-            "sequence": 0,
-            "emittedAt": "2026-07-11T00:00:00.000Z",
-            "event": "client.turn.submit",
-            "payload": {"input": question},
-        }
-    ).encode()
 
 
 async def first_line_ms(client: Any, url: str, body: bytes) -> float:
@@ -465,12 +407,7 @@ def main() -> None:
     if args.group:
         print(json.dumps(GROUPS[args.group]()))
         return
-    started = time.perf_counter()
-    results: dict[str, float] = {}
-    for name in GROUPS:
-        results.update(run_group(__file__, name))
-    print(report(results))
-    print(f"\n({time.perf_counter() - started:.0f} s in all)")
+    run_and_report(__file__, GROUPS, report)
 
 
 if __name__ == "__main__":
