@@ -6,9 +6,9 @@ every store call that fails (on every backend, on every path: loading a session,
 releasing a lease, saving messages) is one ``agentskit_chat.store`` log record and one
 ``agentskit_chat_store_errors_total`` sample, with its operation's name:
 
-``session_load``, ``session_save``, ``session_delete``, ``memory_load``, ``memory_save``,
-``memory_close``, and ``ping`` (the ``/healthz`` round trip). The calls themselves are
-unchanged: what they return and raise passes through.
+``session_load``, ``session_save``, ``memory_load``, ``memory_save``, ``memory_close``, and
+``ping`` (the ``/healthz`` round trip). The calls themselves are unchanged: what they return
+and raise passes through.
 """
 
 from __future__ import annotations
@@ -45,12 +45,6 @@ class WatchedSessions:
     async def save(self, snapshot: SessionSnapshot, expected_cursor: int | None) -> bool:
         """Compare-and-set save (see the port)."""
         return await self._watch.call("session_save", self._inner.save(snapshot, expected_cursor))
-
-    async def delete(self, session_id: str) -> None:
-        """Forget a session, when the storage can."""
-        delete = getattr(self._inner, "delete", None)
-        if delete is not None:
-            await self._watch.call("session_delete", delete(session_id))
 
 
 class WatchedMemory:
