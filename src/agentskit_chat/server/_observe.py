@@ -398,6 +398,8 @@ class Observe:
 
         try:
             await self._app(scope, receive, observed)
+        except anyio.get_cancelled_exc_class():
+            raise  # nobody is answered (a shutdown): not a 5xx
         except BaseException as error:
             if status == 0:
                 status = 500  # the server answers it so
