@@ -365,6 +365,22 @@ def test_an_unwritable_cache_falls_back_to_memory(
     assert os.environ[CACHE_DIR_ENV] == str(cache)
 
 
+def test_an_unreachable_cache_folder_falls_back_to_memory(
+    tmp_path: Path, parses: list[int]
+) -> None:
+    folder = read_docs_folder(write_docs(tmp_path / "docs"))
+    # A name no file system takes: looking the entry up fails with ENAMETOOLONG, as it
+    # fails with EACCES in a folder the user may not search.
+    unreachable = tmp_path / ("x" * 300)
+    parts, index = _start(folder, unreachable)
+    try:
+        assert len(parses) == len(folder.documents)
+        assert index.last_report is not None
+        assert index.last_report.chunks == len(parts.corpus.chunks)
+    finally:
+        index.close()
+
+
 def test_other_builder_code_never_reads_an_entry(
     tmp_path: Path, cache: Path, parses: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:

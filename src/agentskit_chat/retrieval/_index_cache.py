@@ -167,7 +167,11 @@ def cached_start(
     key = start_key(folder, site_id=site_id, href_prefix=href_prefix)
     where = _folder(cache_root() if root is None else root, folder.root)
     path = where / f"{_PREFIX}{key[:32]}{_SUFFIX}"
-    if path.is_file():
+    try:
+        cached = path.is_file()
+    except OSError:
+        cached = False  # a cache folder that cannot be reached: built in memory below
+    if cached:
         found = _load(path, folder, site_id)
         if found is not None:
             return found
