@@ -10,6 +10,7 @@ test here points it at a fresh folder of its own.
 from __future__ import annotations
 
 import os
+import pwd
 import sqlite3
 from collections import Counter
 from collections.abc import Callable
@@ -373,6 +374,30 @@ def test_an_unreachable_cache_folder_falls_back_to_memory(
     # fails with EACCES in a folder the user may not search.
     unreachable = tmp_path / ("x" * 300)
     parts, index = _start(folder, unreachable)
+    try:
+        assert len(parses) == len(folder.documents)
+        assert index.last_report is not None
+        assert index.last_report.chunks == len(parts.corpus.chunks)
+    finally:
+        index.close()
+
+
+def test_no_home_folder_falls_back_to_memory(
+    tmp_path: Path, parses: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = read_docs_folder(write_docs(tmp_path / "docs"))
+    for name in (CACHE_DIR_ENV, "XDG_CACHE_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+
+    def unknown(uid: int) -> Any:
+        raise KeyError(uid)
+
+    monkeypatch.setattr(pwd, "getpwuid", unknown)  # an account without a passwd entry
+    with pytest.raises(RuntimeError):
+        _index_cache.cache_root()
+    parts, index = cached_start(
+        folder, site_id="docs", href_prefix="/docs", make=lambda: _make(folder)
+    )
     try:
         assert len(parses) == len(folder.documents)
         assert index.last_report is not None

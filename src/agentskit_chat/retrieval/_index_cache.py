@@ -149,9 +149,9 @@ def cached_start(
     """The start's parts and search index: from the cache entry of ``folder``'s pages, else
     made with ``make`` (which parses the pages) and cached for the next start.
 
-    A cache that cannot be written (a read-only home folder, a full disk) falls back to an
-    index in memory: the cache saves time, it is never required. Synchronous (file and SQLite
-    work): call it in a worker thread.
+    A cache that cannot be written (a read-only home folder, a full disk, no home folder)
+    falls back to an index in memory: the cache saves time, it is never required.
+    Synchronous (file and SQLite work): call it in a worker thread.
 
     Args:
         folder: The pages as read.
@@ -165,7 +165,11 @@ def cached_start(
         The errors of ``make``.
     """
     key = start_key(folder, site_id=site_id, href_prefix=href_prefix)
-    where = _folder(cache_root() if root is None else root, folder.root)
+    try:
+        where = _folder(cache_root() if root is None else root, folder.root)
+    except RuntimeError:  # no cache folder given and no home folder to keep one in
+        parts = make()
+        return parts, SQLiteFTSRetriever(":memory:", corpus=parts.corpus)
     path = where / f"{_PREFIX}{key[:32]}{_SUFFIX}"
     try:
         cached = path.is_file()
