@@ -44,9 +44,10 @@ _TOO_LARGE: Final = "The messages exceed the limits of a memory record."
 #: Nodes of the memory record outside its messages: the wrapper, its version and the array.
 _WRAPPER_NODES: Final = 3
 #: How much row text the decoded-row cache holds, in characters, before it forgets the oldest:
-#: four long conversations at their compaction bound, about 12 MB of a worker's memory once
-#: full (16 Mi characters took ~48 MB and kept a worker growing for over ten minutes of load).
-_CACHE_CHARS: Final = 4 * 1024 * 1024
+#: one long conversation at its compaction bound (1,000,000 characters), about 3 MB of a
+#: worker's memory once full. Larger caches kept a soaked worker growing for minutes (16 Mi
+#: characters took ~48 MB and more than ten minutes to fill; 4 Mi, ~13 MB and five minutes).
+_CACHE_CHARS: Final = 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
