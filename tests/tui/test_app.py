@@ -118,6 +118,10 @@ async def test_a_backend_question_streams_and_cites(tmp_path: Path) -> None:
             assert "[1]" in answer
             assert "Setup guide › Configuring the cache" in answer
             assert f"{url}/docs/guide#configuring-the-cache" in answer
+            # Without a model the docs answer the same way again (a new source list id aside).
+            await ask(pilot, app, "/regenerate")
+            assert app.message_texts()[-1] == answer
+            assert app.notice.startswith("Regenerated: the answer is the same as before.")
 
 
 async def test_escape_stops_the_stream_and_the_app_keeps_running() -> None:

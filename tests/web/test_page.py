@@ -193,6 +193,12 @@ def test_a_backend_question_streams_and_cites(watched: Watched, docs_url: str) -
     expect(citation).to_have_text("[1]")
     assert citation.get_attribute("href") == sources.first.get_attribute("href")
     expect(citation).to_have_accessible_name(re.compile("^Source 1: "))
+    # Regenerate without a model: the same words (a new source list id aside) say so.
+    answer.get_by_role("button", name="Regenerate").click()
+    expect(page.locator("#send")).to_be_visible()
+    expect(page.locator("#notice")).to_have_text(
+        re.compile("^Regenerated: the answer is the same as before")
+    )
 
 
 def test_a_reload_resumes_the_conversation(watched: Watched, docs_url: str) -> None:

@@ -8,6 +8,7 @@ the screen keeps answering keys (Escape stops the stream) while the answer arriv
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, Final
 
@@ -40,6 +41,7 @@ _IDLE_HINT: Final = "Type a message and press Enter. /help lists the commands."
 #: The commands the terminal answers itself; any other ``/word`` is sent to the chat, whose
 #: own routes may answer it.
 _OWN_COMMANDS: Final = frozenset({"/retry", "/regenerate", "/edit", "/help", "/quit", "/exit"})
+_INSTANCE_ID: Final = re.compile(r'"instanceId":"[^"]*"')
 _UNCHANGED: Final = (
     "Regenerated: the answer is the same as before. Rephrase the question for a different one."
 )
@@ -82,10 +84,11 @@ _ROLE_LABELS: Final = {"user": "You", "assistant": "Assistant", "tool": "Tool", 
 
 
 def _last_answer(snapshot: SnapshotEvent | None) -> str | None:
-    """The content of the newest assistant message of ``snapshot``, if any."""
+    """The content of the newest assistant message of ``snapshot``, if any, without its
+    components' instance ids (new on every answer; the words and props are what is read)."""
     messages = snapshot.payload.messages if snapshot is not None else ()
     answers = [message.content for message in messages if message.role == "assistant"]
-    return answers[-1] if answers else None
+    return _INSTANCE_ID.sub("", str(answers[-1])) if answers else None
 
 
 def _with_role(rendered: RenderedMessage) -> Group:

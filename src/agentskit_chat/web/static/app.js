@@ -382,7 +382,9 @@ function lastAssistantText(messageId) {
   const snapshot = page.cursor.snapshot;
   const messages = snapshot ? snapshot.payload.messages : [];
   const found = messages.filter((m) => m.role === "assistant" && (!messageId || m.id === messageId));
-  return found.length ? found[found.length - 1].content : null;
+  if (!found.length) return null;
+  // A component's instance id is new on every answer; the words and props are what the reader sees.
+  return String(found[found.length - 1].content).replace(/"instanceId":"[^"]*"/g, "");
 }
 
 function beginEdit(node, message) {
