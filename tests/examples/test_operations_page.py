@@ -5,34 +5,14 @@ restarts."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from playwright.sync_api import Browser, Page, Route, expect
 
 from agentskit_chat.server import create_app
 from examples.operations import app as operations
-from tests.web._support import serving
+from tests.web._support import chat_page, serving
 
 RESTARTED = "checkout-api restarted at revision 2."
-
-
-@contextmanager
-def _page(browser: Browser, url: str) -> Iterator[Page]:
-    """A fresh page on ``url`` (its own session), ready; fails on any script error."""
-    errors: list[str] = []
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    try:
-        page = context.new_page()
-        page.set_default_timeout(15000)
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(url)
-        expect(page.locator("body[data-ready=true]")).to_be_attached()
-        expect(page.get_by_role("heading", name="Operations desk")).to_be_visible()
-        yield page
-    finally:
-        context.close()
-    assert errors == []
 
 
 def _offer(page: Page) -> None:
@@ -46,7 +26,7 @@ def _offer(page: Page) -> None:
 def test_the_operator_restarts_once_after_approving_on_the_page(browser: Browser) -> None:
     service = operations.InMemoryOperationsService()
     app = create_app(operations.build_operations_chat(service=service))
-    with serving(app) as url, _page(browser, url) as page:
+    with serving(app) as url, chat_page(browser, url, heading="Operations desk") as page:
         _offer(page)
         page.get_by_role("button", name="Restart operation").click()
         confirm = page.locator("fieldset.confirm")
@@ -67,7 +47,7 @@ def test_the_viewers_restart_is_refused_on_the_page_and_nothing_restarts(
     service = operations.InMemoryOperationsService()
     viewer = operations.IDENTITIES["viewer"]
     app = create_app(operations.build_operations_chat(context=viewer, service=service))
-    with serving(app) as url, _page(browser, url) as page:
+    with serving(app) as url, chat_page(browser, url, heading="Operations desk") as page:
         answers: list[str] = []
 
         def record(route: Route) -> None:

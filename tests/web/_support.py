@@ -20,6 +20,7 @@ from typing import Any, Final
 import anyio
 import pytest
 import uvicorn
+from playwright.sync_api import Browser, Page, expect
 from starlette.applications import Starlette
 
 from agentskit_chat.conversation import InMemorySessionStorage, define_chat
@@ -62,6 +63,26 @@ def chromium_path() -> str:
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+@contextmanager
+def chat_page(browser: Browser, url: str, *, heading: str | None = None) -> Iterator[Page]:
+    """A fresh page on ``url`` (its own session), ready, with ``heading`` shown when given;
+    fails on any script error of the page."""
+    errors: list[str] = []
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(15000)
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(url)
+        expect(page.locator("body[data-ready=true]")).to_be_attached()
+        if heading is not None:
+            expect(page.get_by_role("heading", name=heading)).to_be_visible()
+        yield page
+    finally:
+        context.close()
+    assert errors == []
 
 
 @contextmanager
