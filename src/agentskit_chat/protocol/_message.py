@@ -46,6 +46,8 @@ __all__ = [
 ]
 
 MESSAGE_MAX_NODES: Final = 10000
+#: Nodes of the memory record outside its messages: the wrapper, its version and the array.
+MEMORY_RECORD_WRAPPER_NODES: Final = 3
 MESSAGE_MAX_DEPTH: Final = 32
 MESSAGE_MAX_CONTAINER_SIZE: Final = 10000
 MESSAGE_MAX_KEY_UNITS: Final = 256
@@ -105,7 +107,8 @@ def message_record_nodes(record: object) -> int | None:
     of the memory record's ``messages`` (at depth 2); ``None`` when it breaks a limit on its
     own. A ``messages`` array is within the limits when every record fits, the array has at most
     :data:`MESSAGE_MAX_CONTAINER_SIZE` records and their nodes total at most
-    ``MESSAGE_MAX_NODES - 3`` (the wrapper, its version and the array). Never raises.
+    ``MESSAGE_MAX_NODES - MEMORY_RECORD_WRAPPER_NODES`` (the wrapper, its version and the
+    array). Never raises.
     """
     walk = _Walk()
     try:

@@ -22,7 +22,11 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final
 
-from agentskit_chat.protocol._message import MESSAGE_MAX_CONTAINER_SIZE, MESSAGE_MAX_NODES
+from agentskit_chat.protocol._message import (
+    MEMORY_RECORD_WRAPPER_NODES,
+    MESSAGE_MAX_CONTAINER_SIZE,
+    MESSAGE_MAX_NODES,
+)
 from agentskit_chat.runtime import ChatMessage
 
 __all__ = [
@@ -44,8 +48,6 @@ HISTORY_MAX_CHARS: Final = 1_000_000
 _KEEP: Final = 0.75
 #: JSON values of a message record that every message has: the object and its five fields.
 _BASE_NODES: Final = 6
-#: JSON values of the memory record around its messages: the wrapper, its version, the array.
-_WRAPPER_NODES: Final = 3
 
 
 def _json_nodes(value: Any) -> int:
@@ -85,7 +87,7 @@ def exceeds_record_limits(messages: Sequence[ChatMessage]) -> bool:
     record (and so for one snapshot)."""
     if len(messages) > MESSAGE_MAX_CONTAINER_SIZE:
         return True
-    return _WRAPPER_NODES + sum(message_nodes(m) for m in messages) > MESSAGE_MAX_NODES
+    return MEMORY_RECORD_WRAPPER_NODES + sum(message_nodes(m) for m in messages) > MESSAGE_MAX_NODES
 
 
 def compact_history(messages: Sequence[ChatMessage]) -> tuple[ChatMessage, ...]:

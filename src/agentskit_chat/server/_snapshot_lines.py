@@ -23,6 +23,7 @@ from agentskit_chat.errors import ProtocolError
 from agentskit_chat.protocol import TokenUsage, create_snapshot_event
 from agentskit_chat.protocol._json import MAX_SAFE_INTEGER, js_stringify
 from agentskit_chat.protocol._message import (
+    MEMORY_RECORD_WRAPPER_NODES,
     MESSAGE_MAX_CONTAINER_SIZE,
     MESSAGE_MAX_NODES,
     message_record_nodes,
@@ -33,9 +34,6 @@ from agentskit_chat.runtime._messages import format_message_timestamp
 
 __all__ = ["SnapshotLines"]
 
-#: The JSON values of the memory record around its messages: the wrapper, its version, the
-#: array.
-_WRAPPER_NODES: Final = 3
 #: Where the messages go in a snapshot line built with none (the payload's first key).
 _EMPTY: Final = '"payload":{"messages":[]'
 _LIMITS_MESSAGE: Final = "Turn snapshot messages exceed the record limits."
@@ -145,7 +143,7 @@ class SnapshotLines:
         """
         encoded = [self._encoded(message) for message in messages]
         self._known = {id(entry.message): entry for entry in encoded}
-        nodes = _WRAPPER_NODES + sum(entry.nodes for entry in encoded)
+        nodes = MEMORY_RECORD_WRAPPER_NODES + sum(entry.nodes for entry in encoded)
         if nodes > MESSAGE_MAX_NODES or len(encoded) > MESSAGE_MAX_CONTAINER_SIZE:
             raise ProtocolError("PROTOCOL_INVALID_PAYLOAD", _LIMITS_MESSAGE)
         texts = ",".join(entry.text for entry in encoded)

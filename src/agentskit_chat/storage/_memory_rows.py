@@ -32,6 +32,7 @@ from agentskit_chat.errors import ConversationTooLargeError, ProtocolError, Stor
 from agentskit_chat.protocol import validate_message_records
 from agentskit_chat.protocol._json import js_stringify
 from agentskit_chat.protocol._message import (
+    MEMORY_RECORD_WRAPPER_NODES,
     MESSAGE_MAX_CONTAINER_SIZE,
     MESSAGE_MAX_NODES,
     message_record_nodes,
@@ -41,8 +42,6 @@ from agentskit_chat.runtime import ChatMessage
 __all__ = ["Row", "RowCache", "SavePlan", "decode_rows", "encode_row", "invalid_memory"]
 
 _TOO_LARGE: Final = "The messages exceed the limits of a memory record."
-#: Nodes of the memory record outside its messages: the wrapper, its version and the array.
-_WRAPPER_NODES: Final = 3
 #: How much row text the decoded-row cache holds, in characters, before it forgets the oldest:
 #: one long conversation at its compaction bound (1,000,000 characters), about 3 MB of a
 #: worker's memory once full. Larger caches kept a soaked worker growing for minutes (16 Mi
@@ -195,7 +194,7 @@ def decode_rows(texts: Sequence[object], backend: str) -> tuple[Row, ...]:
             rows[position] = row
     decoded = tuple(row for row in rows if row is not None)
     # The limits of the record as a whole (each row passed its own when it was decoded).
-    if _WRAPPER_NODES + sum(row.nodes for row in decoded) > MESSAGE_MAX_NODES:
+    if MEMORY_RECORD_WRAPPER_NODES + sum(row.nodes for row in decoded) > MESSAGE_MAX_NODES:
         raise invalid_memory(backend)
     return decoded
 
@@ -222,7 +221,7 @@ class RowCache:
         known = self.rows
         rows: list[Row] = []
         changed: list[int] = []
-        nodes = _WRAPPER_NODES
+        nodes = MEMORY_RECORD_WRAPPER_NODES
         for position, message in enumerate(messages):
             cached = known[position] if position < len(known) else None
             if cached is not None and (cached.message is message or cached.message == message):
