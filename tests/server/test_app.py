@@ -203,7 +203,7 @@ async def test_a_logo_file_is_served_with_its_media_type(
         page = await client.get("/")
         served = await client.get(f"/static/logo{suffix}")
         other = await client.get("/static/logo.jpg")
-    assert f'<img class="logo" src="/static/logo{suffix}" alt="">' in page.text
+    assert f'<img class="logo" src="static/logo{suffix}" alt="">' in page.text
     assert served.status_code == 200
     assert served.headers["content-type"] == media_type
     assert served.content == data

@@ -54,7 +54,7 @@ async def test_the_page_and_every_file_are_served_with_their_type_and_policy(
     assert page.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
     assert page.headers["x-content-type-options"] == "nosniff"
     assert page.headers["referrer-policy"] == "no-referrer"
-    assert "<script>" not in page.text and 'type="module" src="/static/app.js"' in page.text
+    assert "<script>" not in page.text and 'type="module" src="static/app.js"' in page.text
     types = {
         ".js": "text/javascript",
         ".css": "text/css",

@@ -37,7 +37,7 @@ from agentskit_chat.runtime import ChatMemory
 from agentskit_chat.service import Authenticated, AuthResult, Refused
 from agentskit_chat.storage import ChatStores, open_chat_stores
 
-from ._asgi import ASGIApp, Receive, Scope, Send
+from ._asgi import ASGIApp, Receive, Scope, Send, route_path
 from ._auth import ApiKeyGate
 from ._chat_app import ChatAuthenticate, create_chat_app
 from ._edge import (
@@ -88,7 +88,7 @@ class Guard:
         self._gate = gate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = scope.get("path", "")
+        path = route_path(scope)
         if (
             scope.get("type") == "http"
             and path not in _PUBLIC

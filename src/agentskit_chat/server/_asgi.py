@@ -18,6 +18,7 @@ __all__ = [
     "handle_non_http",
     "header",
     "query_params",
+    "route_path",
     "send_response",
 ]
 
@@ -82,6 +83,23 @@ def header(scope: Scope, name: bytes) -> str | None:
     if not values:
         return None
     return ", ".join(value.decode("latin-1") for value in values)
+
+
+def route_path(scope: Scope) -> str:
+    """The request's path within this app: ``path`` without the ``root_path`` it is mounted at.
+
+    An app mounted at ``/support`` (a Starlette ``Mount``, uvicorn's ``--root-path``) sees
+    ``path`` ``/support/api/chat`` and ``root_path`` ``/support``; its routes are ``/api/chat``.
+    """
+    path = str(scope.get("path", ""))
+    root = str(scope.get("root_path", "")).rstrip("/")
+    if root and path.startswith(root):
+        rest = path[len(root) :]
+        if not rest:
+            return "/"
+        if rest.startswith("/"):
+            return rest
+    return path
 
 
 def query_params(scope: Scope) -> dict[str, str]:

@@ -33,7 +33,7 @@ from agentskit_chat.protocol import AskDiagnostic
 from agentskit_chat.protocol._json import js_stringify
 from agentskit_chat.service import InMemoryRateLimiter, RateLimitDecision
 
-from ._asgi import ASGIApp, Receive, Scope, Send, header, send_response
+from ._asgi import ASGIApp, Receive, Scope, Send, header, route_path, send_response
 from ._auth import TRUSTED_FORWARD
 from ._errors import error_body, error_headers
 from ._observe import note_error
@@ -332,7 +332,7 @@ class Edge:
                 scope = dict(scope)
                 scope["client"] = (self._proxies.client(peer, forwarded), 0)
                 scope[TRUSTED_FORWARD] = True
-        path = scope.get("path", "")
+        path = route_path(scope)
         if path not in _ANY_HOST and not self._hosts.allows(header(scope, b"host")):
             await self._refuse(scope, send, 400, "host")
             return
@@ -359,7 +359,7 @@ class Edge:
         if scope.get("type") == "websocket":
             await send({"type": "websocket.close", "code": 1008})
             return
-        chat = scope.get("path") == _CHAT_ROUTE
+        chat = route_path(scope) == _CHAT_ROUTE
         if why == "host":
             body = (
                 _chat_error("REQUEST_HOST_NOT_ALLOWED", _HOST_REFUSED, retryable=False)

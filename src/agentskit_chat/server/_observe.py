@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import anyio
 import orjson
 
-from ._asgi import ASGIApp, Receive, Scope, Send
+from ._asgi import ASGIApp, Receive, Scope, Send, route_path
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -380,7 +380,7 @@ class Observe:
             if not reported and (status >= 500 or status in _COUNTED):
                 reported = True
                 self._watch.response(
-                    scope.get("path", ""), status, code, time.perf_counter() - start, note
+                    route_path(scope), status, code, time.perf_counter() - start, note
                 )
 
         async def observed(message: MutableMapping[str, Any]) -> None:

@@ -193,7 +193,7 @@ def render_page_bundle(page: ChatPage | None, manifest: ComponentManifest) -> Pa
     if logo_file is not None:
         name = "logo" + logo_file.suffix.lower()
         files[name] = _logo_file(logo_file)
-        logo = f'<img class="logo" src="/static/{name}" alt="">'
+        logo = f'<img class="logo" src="static/{name}" alt="">'
     elif page.logo_mark is not None:
         logo = f'<span class="logo" aria-hidden="true">{html.escape(page.logo_mark)}</span>'
     else:

@@ -13,9 +13,14 @@ import {
 import { loadCatalog, renderFrame, resolves } from "./components.js";
 import { el, renderMarkdown, safeHref } from "./markdown.js";
 
-const ENDPOINT = "/api/chat";
-const SESSION_KEY = "agentskit.chat.session";
-const API_KEY = "agentskit.chat.apiKey";
+// Every address is relative to the page, so the chat works wherever its app is mounted
+// (``/``, or ``/support/`` inside a bigger site). A chat not at the root keeps its session and
+// key apart from the other chats of the same site.
+const ENDPOINT = "api/chat";
+const MOUNT = new URL(".", document.baseURI).pathname;
+const SCOPE = MOUNT === "/" ? "" : `:${MOUNT}`;
+const SESSION_KEY = `agentskit.chat.session${SCOPE}`;
+const API_KEY = `agentskit.chat.apiKey${SCOPE}`;
 const UNCHANGED = "Regenerated: the answer is the same as before. Rephrase the question for a different one.";
 
 const $ = (id) => document.getElementById(id);

@@ -9,7 +9,7 @@ let catalog = null;
 /** Loads the component catalog (key → props schema) once. */
 export async function loadCatalog() {
   if (catalog !== null) return catalog;
-  const response = await fetch("/static/components.json", { credentials: "same-origin" });
+  const response = await fetch("static/components.json", { credentials: "same-origin" });
   catalog = response.ok ? await response.json() : {};
   return catalog;
 }
