@@ -19,7 +19,9 @@ from typing import Final
 from agentskit_chat._stemmer import english_stemmer
 
 __all__ = [
+    "DOING_TERMS",
     "STOP_WORDS",
+    "asks_how_to",
     "by_default",
     "content_terms",
     "corrected",
@@ -180,6 +182,26 @@ def by_default(question: str) -> str:
     'Into which directory are builds written by default?'
     """
     return _UNLESS_GIVEN.sub("by default", question)
+
+
+#: A question with one of these terms asks for something to type (a command, a setting).
+DOING_TERMS: Final = frozenset(
+    content_terms("install run setup set configure start deploy command")
+)
+#: "How do I …?", "How can I …?", "How to …?": a question asking for steps.
+_HOW_TO: Final = re.compile(r"\s*how\s+(?:(?:do|can|could|should)\s+(?:i|we|you)|to)\b", re.I)
+
+
+def asks_how_to(question: str) -> bool:
+    """Whether ``question`` asks how to do something ("How do I …?", "How to …?", or to
+    install, run, set up, start, deploy or configure something): what a section's code shows.
+
+    >>> asks_how_to("How do I run the soak?"), asks_how_to("What does the soak print?")
+    (True, False)
+    """
+    if _HOW_TO.match(question) is not None:
+        return True
+    return any(term in DOING_TERMS for term in content_terms(question))
 
 
 # --- follow-ups and typos -------------------------------------------------------------------------

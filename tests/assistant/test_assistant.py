@@ -394,3 +394,27 @@ async def test_an_unknown_agent_in_the_environment_is_refused(
 def test_invalid_agent_options_are_refused(docs: Path, options: dict[str, object]) -> None:
     with pytest.raises(ConfigurationError):
         create_docs_assistant(docs, **options)  # type: ignore[arg-type]
+
+
+async def test_how_to_answer_shows_the_command_of_a_long_sections_other_part(
+    tmp_path: Path,
+) -> None:
+    # A long section is cut into two parts: the command in the first, and in the second what
+    # it prints, which is all search finds for "run the drill".
+    filler = " ".join(
+        f"Lamp {n} of the harbour stays steady while the crews rest." for n in range(20)
+    )
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "operations.md").write_text(
+        "# Operations\n\n## The drill\n\n```sh\nmake drill\n```\n\n"
+        f"{filler}\n\n{filler}\n\n"
+        "When the drill runs it prints the lamp count and exits with 1 if a lamp failed.\n",
+        "utf-8",
+    )
+    (docs / "license.md").write_text("# License\n\nThe harbour widget is MIT licensed.\n", "utf-8")
+    async with create_docs_assistant(docs, now=clock) as assistant:
+        envelope = await assistant.ask("How do I run the drill?")
+    assert isinstance(envelope, ExactAnswer), envelope
+    assert [c.href for c in envelope.answer.citations] == ["/docs/operations#the-drill"]
+    assert "```sh\nmake drill\n```" in envelope.answer.markdown

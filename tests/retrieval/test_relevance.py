@@ -306,3 +306,46 @@ def test_a_landing_pages_opening_answers_only_when_ranked_first() -> None:
     assert rule.select(THEMES_QUESTION, [overview, license_], WEIGHTS, overviews=landing) == [
         overview
     ]
+
+
+# A long section cut into two parts: the command in the first, what it prints in the second.
+_FILLER = " ".join(f"Lamp {n} of the harbour stays steady while the crews rest." for n in range(20))
+DRILL_CORPUS = {
+    "operations.md": (
+        "# Operations\n\n## The drill\n\n```sh\nmake drill\n```\n\n"
+        f"{_FILLER}\n\n{_FILLER}\n\n"
+        "When the drill runs it prints the lamp count and exits with 1 if a lamp failed.\n"
+    ),
+    "license.md": "# License\n\nThe harbour widget is released under the MIT license.\n",
+}
+
+
+@pytest.fixture
+def drill_corpus() -> MarkdownCorpus:
+    corpus = MarkdownCorpus.from_texts(DRILL_CORPUS)
+    parts = [chunk for chunk in corpus.chunks if chunk.href == "/docs/operations#the-drill"]
+    assert len(parts) == 2, "the section is cut into two parts"
+    assert "```" in parts[0].text and "```" not in parts[1].text
+    return corpus
+
+
+@pytest.mark.anyio
+async def test_a_how_to_question_brings_the_code_part_of_a_long_section(
+    drill_corpus: MarkdownCorpus,
+) -> None:
+    weights = TermWeights.from_texts(f"{c.title}\n{c.text}" for c in drill_corpus.chunks)
+    parts = [c.id for c in drill_corpus.chunks if c.href == "/docs/operations#the-drill"]
+    async with SQLiteFTSRetriever(corpus=drill_corpus, top_k=1) as index:
+        # Search finds only the part telling what the drill prints.
+        found = [hit.id for hit in await index.search("How do I run the drill?", 1)]
+        assert found == [parts[1]]
+        retriever = RelevantRetriever(index, weights, top_k=1, sections=drill_corpus.chunks)
+        # Asked how to run it: the part holding the command joins, in the page's order.
+        kept = [hit.id for hit in await retriever.relevant("How do I run the drill?")]
+        assert kept == parts
+        # Asked what it prints: only the part found.
+        told = [hit.id for hit in await retriever.relevant("What does the drill print?")]
+        assert told == [parts[1]]
+        # Without the corpus's sections there is nothing to look the parts up in.
+        bare = RelevantRetriever(index, weights, top_k=1)
+        assert [hit.id for hit in await bare.relevant("How do I run the drill?")] == [parts[1]]

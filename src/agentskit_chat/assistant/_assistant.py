@@ -264,6 +264,7 @@ class DocsAssistant:
                 vocabulary=vocabulary,
                 site_terms=site_terms,
                 overviews=overviews,
+                sections=corpus.chunks,
             )
             site = site_config(self.site_id, self._store is not None, self._max_sources)
             service = AskService(

@@ -45,12 +45,11 @@ question term, the answer is :data:`NO_GROUNDED_ANSWER`.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
-from agentskit_chat._terms import content_terms, term_set
+from agentskit_chat._terms import DOING_TERMS, asks_how_to, content_terms, term_set
 from agentskit_chat.protocol import GroundedSource
 
 from ._blocks import Block, parse_blocks
@@ -69,11 +68,6 @@ __all__ = [
 NO_GROUNDED_ANSWER: Final = "No grounded sources were found for this question."
 
 _TRAILING_JOINERS: Final = ":;,-–— "
-#: A question with one of these terms asks for something to type: the section's code is shown.
-_DOING: Final = frozenset(content_terms("install run setup set configure start deploy command"))
-#: "How do I …?", "How can I …?", "How to …?": a question asking for steps, which the
-#: section's code shows.
-_HOW_TO: Final = re.compile(r"\s*how\s+(?:(?:do|can|could|should)\s+(?:i|we|you)|to)\b", re.I)
 #: A paragraph up to this long is shown whole around its best sentence.
 _SHORT_PARAGRAPH: Final = 320
 #: Lines of code shown at most, per block: a longer block is cut after them, marked ``…``.
@@ -413,9 +407,9 @@ def _composed(
             taken = {section.number for section, _ in chosen}
             best = _best_for(_scored(parsed, terms), taken)
             if best is not None:
-                chosen.append((best, any(term in _DOING for term in terms)))
+                chosen.append((best, any(term in DOING_TERMS for term in terms)))
     if not chosen:
-        doing = any(term in _DOING for term in wanted) or _HOW_TO.match(query) is not None
+        doing = asks_how_to(query)
         chosen = [(section, doing) for section in _choose(_scored(parsed, wanted), max_sections)]
         fair = False
         if len(chosen) > 1 and _whole(chosen[0][0], int(max_chars * _LEAD_SHARE), doing):

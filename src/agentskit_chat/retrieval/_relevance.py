@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from agentskit_chat._terms import (
+    asks_how_to,
     by_default,
     content_terms,
     corrected,
@@ -51,7 +52,7 @@ from agentskit_chat._terms import (
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import GroundedSource
 
-from ._corpus import TITLE_SEPARATOR
+from ._corpus import TITLE_SEPARATOR, MarkdownChunk
 from ._page_kinds import guides_first, set_aside
 from ._results import RetrievedChunk
 
@@ -289,6 +290,8 @@ def topic_terms(terms: tuple[str, ...], site_terms: frozenset[str]) -> tuple[str
 
 #: How many sections are searched for each part of a question with parts.
 _PART_TOP_K = 3
+#: What starts a code block in a chunk's text.
+_FENCE = "```"
 
 
 class Searcher(Protocol):
@@ -315,6 +318,12 @@ class RelevantRetriever:
     those terms are not counted (unless the question has no other term). ``overviews`` are the
     links of landing pages' openings (the docs assistant passes the root page's): used only
     when search ranks one first.
+
+    ``sections`` are the corpus's chunks: a long section is cut into parts, and search may find
+    only the part that tells what a command prints, not the one holding the command. When a
+    question asks how to do something (:func:`~agentskit_chat._terms.asks_how_to`) and none of
+    a relevant section's parts found holds code, its first part with code joins them, in the
+    page's order, so the answer can show the command.
     """
 
     def __init__(
@@ -327,6 +336,7 @@ class RelevantRetriever:
         vocabulary: Mapping[str, int] | None = None,
         site_terms: Iterable[str] = (),
         overviews: Iterable[str] = (),
+        sections: Iterable[MarkdownChunk] = (),
     ) -> None:
         self._index = index
         self._weights = weights
@@ -335,6 +345,11 @@ class RelevantRetriever:
         self._vocabulary = vocabulary
         self._site_terms = frozenset(site_terms)
         self._overviews = frozenset(overviews)
+        parts: dict[str, list[MarkdownChunk]] = {}
+        for chunk in sections:
+            parts.setdefault(chunk.href, []).append(chunk)
+        # Only long sections, cut into parts, are looked up.
+        self._parts = {href: tuple(found) for href, found in parts.items() if len(found) > 1}
 
     @property
     def rule(self) -> RelevanceRule:
@@ -360,7 +375,7 @@ class RelevantRetriever:
                 site_terms=self._site_terms,
                 overviews=self._overviews,
             )
-            return set_aside(question, selected)
+            return self._with_code(question, set_aside(question, selected))
         names = name_terms(question)
         firsts: list[RetrievedChunk] = []
         parts = 0
@@ -395,7 +410,30 @@ class RelevantRetriever:
         merged: dict[str, RetrievedChunk] = {}
         for hit in (*firsts, *kept):
             merged.setdefault(hit.id, hit)
-        return set_aside(question, list(merged.values()))
+        return self._with_code(question, set_aside(question, list(merged.values())))
+
+    def _with_code(self, question: str, hits: list[RetrievedChunk]) -> list[RetrievedChunk]:
+        """``hits``, and when ``question`` asks how to do something, for each section found
+        only by parts without code, its first part with code, beside them in the page's order
+        (with the score of the part found)."""
+        if not self._parts or not asks_how_to(question):
+            return hits
+        held = {hit.id for hit in hits}
+        with_code = {hit.href for hit in hits if _FENCE in hit.text}
+        kept: list[RetrievedChunk] = []
+        for hit in hits:
+            parts = self._parts.get(hit.href, ())
+            order = [part.id for part in parts]
+            code = next((p for p in parts if _FENCE in p.text and p.id not in held), None)
+            if code is None or hit.href in with_code or hit.id not in order:
+                kept.append(hit)
+                continue
+            with_code.add(hit.href)
+            held.add(code.id)
+            joined = RetrievedChunk(code.id, code.title, code.href, code.text, hit.score)
+            before = order.index(code.id) < order.index(hit.id)
+            kept += [joined, hit] if before else [hit, joined]
+        return kept
 
     def question(self, query: str, earlier: Sequence[str] = ()) -> str:
         """The question searched for ``query``: a follow-up written out with the ``earlier``
