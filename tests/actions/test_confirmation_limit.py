@@ -11,9 +11,10 @@ from agentskit_chat.actions import (
     ConfirmationRecord,
     create_action_confirmation,
 )
+from agentskit_chat.actions._confirmation import EXPIRED_REASON
 from agentskit_chat.errors import ConfigurationError, ConfirmationLimitError
 from agentskit_chat.protocol import Confirmation, ConfirmationStatus
-from tests.actions._support import TOOL, Executor, controller
+from tests.actions._support import TOOL, Executor, ScriptedChat, controller
 
 pytestmark = pytest.mark.anyio
 
@@ -82,7 +83,11 @@ async def test_a_confirmation_full_of_undecided_records_refuses_before_proposing
     statuses += ["pending"] * (MAX_CONFIRMATIONS - len(statuses))
     chat = controller(Executor())
     confirmation = create_action_confirmation(
-        session_id="s", chat=chat, initial_records=stored(statuses), create_id=lambda: "new"
+        session_id="s",
+        chat=chat,
+        initial_records=stored(statuses),
+        now=lambda: 5,  # nothing is past its expiry
+        create_id=lambda: "new",
     )
     before = confirmation.get_snapshot()
     with pytest.raises(ConfirmationLimitError) as error:
@@ -114,3 +119,42 @@ async def test_a_failed_save_keeps_the_record_it_would_have_dropped() -> None:
     assert confirmation.get_snapshot() == before
     assert confirmation.get_by_tool_call("app-r-0") == before[0]
     assert confirmation.get_by_tool_call("app-new") is None
+
+
+async def test_a_full_confirmation_expires_overdue_pending_records_to_make_room() -> None:
+    upstream = ScriptedChat()
+    clock = [0]
+    ids = iter(f"p-{n}" for n in range(MAX_CONFIRMATIONS + 1))
+    confirmation = create_action_confirmation(
+        session_id="s",
+        chat=upstream,
+        now=lambda: clock[0],
+        ttl_ms=1_000,
+        create_id=lambda: next(ids),
+    )
+    for n in range(MAX_CONFIRMATIONS):
+        clock[0] = n  # p-0 expires at 1,000, p-1 at 1,001, ...
+        await confirmation.propose(name=TOOL, input={"n": n})
+    clock[0] = 1_000  # p-0 is past its expiry, every other record is still pending
+    record = await confirmation.propose(name=TOOL, input={"n": "new"})
+    held = tokens(confirmation.get_snapshot())
+    assert len(held) == MAX_CONFIRMATIONS
+    assert held[0] == "confirm-p-1" and held[-1] == record.token == "confirm-p-1000"
+    # p-0's call was denied upstream as expired (once), then its record made room.
+    assert upstream.denied == [("app-p-0", EXPIRED_REASON)]
+    assert upstream.approved == []
+    assert {r.status for r in confirmation.get_snapshot()} == {"pending"}
+
+
+async def test_a_full_confirmation_with_nothing_overdue_still_refuses() -> None:
+    upstream = ScriptedChat()
+    ids = iter(f"p-{n}" for n in range(MAX_CONFIRMATIONS + 1))
+    confirmation = create_action_confirmation(
+        session_id="s", chat=upstream, now=lambda: 0, ttl_ms=1_000, create_id=lambda: next(ids)
+    )
+    for n in range(MAX_CONFIRMATIONS):
+        await confirmation.propose(name=TOOL, input={"n": n})
+    with pytest.raises(ConfirmationLimitError):
+        await confirmation.propose(name=TOOL, input={"n": "new"})
+    assert upstream.denied == []
+    assert len(confirmation.get_snapshot()) == MAX_CONFIRMATIONS

@@ -169,7 +169,10 @@ class ActionConfirmation:
         upstream did not put the call up for confirmation) and expires ``ttl_ms`` from now.
         When the confirmation holds :data:`MAX_CONFIRMATIONS` records, the oldest decided
         ones (``approved``, ``rejected``, ``expired``) are dropped to make room, saved with
-        the new one; undecided records are always kept.
+        the new one; undecided records are always kept. When too few are decided, pending
+        records past their expiry are settled first, oldest first, as many as needed: each
+        call is denied upstream as expired (as approving it now would) and its record ends
+        ``expired``, so calls nobody decided in time never hold the limit.
 
         Raises:
             ConfigurationError: "Action confirmation id is invalid." (``create_id`` gave
@@ -177,10 +180,11 @@ class ActionConfirmation:
                 alphanumeric), "Action confirmation id is already in use.", "Action
                 confirmation expiry is invalid." (the expiry is not a safe integer), or what
                 the upstream raised (a tool that is not confirmation-gated).
-            ConfirmationLimitError: 1,000 records and none of them decided (nothing was
-                proposed upstream).
+            ConfirmationLimitError: 1,000 records and none of them decided or past their
+                expiry (nothing was proposed upstream).
             ToolError: the upstream refused the call (unknown tool, invalid input, forbidden).
-            Exception: whatever ``on_change`` raised (the record is then dropped again).
+            Exception: whatever ``on_change`` raised (the record is then dropped again), or
+                what the upstream raised when denying an expired call to make room.
         """
         suffix = self._create_id()
         if type(suffix) is not str or _ID.fullmatch(suffix) is None:
@@ -188,7 +192,12 @@ class ActionConfirmation:
         token = f"confirm-{suffix}"
         if token in self._records:
             raise confirmation_error(_USED_ID)
-        self._droppable()
+        try:
+            self._droppable()
+        except ConfirmationLimitError:
+            if not await self._expire_overdue():
+                raise
+            self._droppable()
         expires_at = self._expiry()
         call = await self._chat.propose_tool_call(id=f"app-{suffix}", name=name, args=input)
         if token in self._records or call.id in self._by_call:
@@ -226,14 +235,37 @@ class ActionConfirmation:
         excess = len(self._records) - MAX_CONFIRMATIONS + 1
         if excess <= 0:
             return []
-        decided = [
+        decided = self._decided()
+        if len(decided) < excess:
+            raise ConfirmationLimitError(hint=CONFIRMATION_HINT)
+        return decided[:excess]
+
+    def _decided(self) -> list[ConfirmationRecord]:
+        """The decided records, oldest first (none being decided now)."""
+        return [
             record
             for record in self._records.values()
             if record.status in TERMINAL_STATUSES and record.token not in self._flights
         ]
-        if len(decided) < excess:
-            raise ConfirmationLimitError(hint=CONFIRMATION_HINT)
-        return decided[:excess]
+
+    async def _expire_overdue(self) -> bool:
+        """Settle the oldest pending records past their expiry as ``expired`` (their calls
+        denied upstream), as many as one more proposal needs; whether any was."""
+        needed = len(self._records) - MAX_CONFIRMATIONS + 1 - len(self._decided())
+        now = self._now()
+        if type(now) is not int:
+            return False  # proposing refuses the clock itself
+        overdue = [
+            record.token
+            for record in self._records.values()
+            if record.status == "pending"
+            and record.expires_at <= now
+            and record.token not in self._flights
+        ][:needed]
+        for token in overdue:
+            # Approving a call past its expiry denies it upstream as expired (see ``_run``).
+            await self._decide("approve", token, self._session_id, None)
+        return bool(overdue)
 
     def _expiry(self) -> int:
         now = self._now()
