@@ -17,6 +17,7 @@ from starlette.routing import Mount, Route
 
 from agentskit_chat.server import RateLimits, create_app
 from agentskit_chat.server._asgi import route_path
+from agentskit_chat.tui._client import ChatTurnClient
 from tests.assistant._support import serve
 from tests.server._chat_support import JSON, lines, submit
 from tests.server.test_app import Resources, chat
@@ -150,3 +151,23 @@ async def test_the_hosts_lifespan_opens_and_closes_a_mounted_chat() -> None:
     assert page.status_code == 200 and "<title>Pooled</title>" in page.text
     assert answered.status_code == 200
     assert (resources.entered, resources.exited) == (1, 1)
+
+
+async def test_the_terminal_client_talks_to_a_mounted_chat() -> None:
+    async with (
+        serve(site(rate_limits=None)) as url,
+        ChatTurnClient(f"{url}/support/", session_id="terminal-1") as client,
+        ChatTurnClient(f"{url}/support", session_id="terminal-1") as other,
+    ):
+        words = await client.page()
+        result = await client.submit("hello")
+        resumed = await other.resume()
+    assert client.base_url == f"{url}/support"
+    assert words is not None and words.title == "Chat"
+    assert result.ok and result.snapshot is not None
+    reply = result.snapshot.payload.messages[-1].content
+    assert reply.startswith("You said: hello")
+    assert resumed.snapshot is not None
+    assert resumed.snapshot.payload.messages[-1].content == reply
+    # A site-relative link in an answer is the site's, as the page reads it, not the chat's.
+    assert client.absolute_url("/pricing") == f"{url}/pricing"

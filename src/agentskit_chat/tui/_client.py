@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
+from urllib.parse import urlsplit
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
@@ -193,6 +194,8 @@ class ChatTurnClient:
         if not base_url.startswith(("http://", "https://")):
             raise ConfigurationError(f"{base_url!r} is not an http:// or https:// URL")
         self._base_url = base_url.rstrip("/")
+        parts = urlsplit(self._base_url)
+        self._origin = f"{parts.scheme}://{parts.netloc}"
         try:
             self._cursor = TurnSnapshotCursor(session_id or _new_id())
         except ValueError:
@@ -229,9 +232,10 @@ class ChatTurnClient:
         return self._scope is not None
 
     def absolute_url(self, href: str) -> str:
-        """``href`` resolved against the server (site-relative links such as ``/docs/guide``)."""
+        """``href`` resolved against the server's origin (site-relative links such as
+        ``/docs/guide``), as the page resolves them, also for a chat mounted under a prefix."""
         if href.startswith("/") and not href.startswith("//"):
-            return self._base_url + href
+            return self._origin + href
         return href
 
     async def __aenter__(self) -> ChatTurnClient:
