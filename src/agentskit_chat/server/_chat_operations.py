@@ -16,21 +16,25 @@ with nothing to act on is refused (409) instead of streaming a turn that does no
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Annotated, Final, Literal
 
 from pydantic import PlainValidator
 
+from agentskit_chat.conversation import ChatSession
 from agentskit_chat.protocol._decode import validate_model
-from agentskit_chat.protocol._types import SafeId, WireModel, one_of
-from agentskit_chat.runtime import ChatMessage
+from agentskit_chat.protocol._types import SafeId, WireModel, is_safe_id, one_of
+from agentskit_chat.runtime import ChatController, ChatMessage
 
 __all__ = [
     "OPERATION_UNAVAILABLE_MESSAGE",
     "OperationTarget",
     "TurnOperation",
+    "operation_lineage",
     "operation_target",
+    "target_operation",
     "turn_operation",
 ]
 
@@ -106,3 +110,29 @@ def operation_target(
                 return None
             return OperationTarget("regenerate", message.id, message.id)
     return None
+
+
+def target_operation(
+    target: OperationTarget, controller: ChatController, text: str
+) -> Callable[[], Awaitable[object]]:
+    """The controller call that carries out ``target`` (``text``: an edit's new input)."""
+    if target.kind == "retry":
+        return controller.retry
+    if target.kind == "regenerate":
+        return partial(controller.regenerate, target.message_id)
+    assert target.message_id is not None
+    return partial(controller.edit, target.message_id, text)
+
+
+def operation_lineage(session: ChatSession, target: OperationTarget) -> Mapping[str, str]:
+    """``{operation, parentTurnId, sourceMessageId}``: the parent is the session's last
+    finished turn. Without one (or with a message id that is not a safe id) no lineage can be
+    told, and the snapshot carries none."""
+    finished = session.terminal_turns
+    if not finished or not is_safe_id(target.source_message_id):
+        return {}
+    return {
+        "operation": target.kind,
+        "parentTurnId": finished[-1].turn_id,
+        "sourceMessageId": target.source_message_id,
+    }
