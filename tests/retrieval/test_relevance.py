@@ -349,3 +349,35 @@ async def test_a_how_to_question_brings_the_code_part_of_a_long_section(
         # Without the corpus's sections there is nothing to look the parts up in.
         bare = RelevantRetriever(index, weights, top_k=1)
         assert [hit.id for hit in await bare.relevant("How do I run the drill?")] == [parts[1]]
+
+
+# Every page publishes packages; only the install page names the conda-forge channel.
+CHANNEL_SECTIONS = [
+    *(f"Publishing › Index {n}\nPublish the package to index {n}." for n in range(6)),
+    "Installation › Conda\nInstall the widget from conda-forge: conda install -c conda-forge x",
+    "Installation › Pip\nInstall the widget with pip install widget.",
+]
+CHANNEL_WEIGHTS = TermWeights.from_texts(CHANNEL_SECTIONS)
+CONDA_INSTALL = hit(
+    "Installation › Conda",
+    "Install the widget from conda-forge: conda install -c conda-forge widget",
+)
+CONDA_PUBLISH = hit(
+    "Publishing › Conda",
+    "Publish the package to conda-forge with a recipe in the feedstock.",
+)
+
+
+def test_a_section_holding_one_of_the_things_a_question_names_is_not_relevant() -> None:
+    rule = RelevanceRule()
+    question = "How do I publish my package to conda-forge?"
+    # The channel's rare words alone cover well over the threshold ...
+    install = rule.judge(question, CONDA_INSTALL, CHANNEL_WEIGHTS)
+    assert install.coverage >= rule.min_coverage
+    # ... but the section holds only that one thing ("conda-forge" is one word), not what the
+    # question asks of it.
+    assert not install.relevant
+    assert rule.judge(question, CONDA_PUBLISH, CHANNEL_WEIGHTS).relevant
+    # A question naming one thing is judged on coverage alone.
+    assert rule.judge("Where is conda-forge?", CONDA_INSTALL, CHANNEL_WEIGHTS).relevant
+    assert rule.select(question, [CONDA_INSTALL], CHANNEL_WEIGHTS) == []

@@ -163,7 +163,8 @@ class RelevanceRule:
 
     def judge(self, question: str, hit: RetrievedChunk, weights: TermWeights) -> Relevance:
         """Judge ``hit`` for ``question``."""
-        return self._judge(content_terms(question), name_terms(question), hit, weights)
+        terms = content_terms(question)
+        return self._judge(terms, name_terms(question), hit, weights, term_groups(question, terms))
 
     def _judge(
         self,
@@ -171,12 +172,18 @@ class RelevanceRule:
         names: frozenset[str],
         hit: RetrievedChunk,
         weights: TermWeights,
+        groups: Sequence[frozenset[str]] = (),
     ) -> Relevance:
         unknown = tuple(term for term in terms if term in names and not weights.occurs(term))
         coverage = 0.0 if unknown else self._coverage(terms, names, hit, weights)
-        return Relevance(
-            coverage >= self.min_coverage and bool(terms), coverage, unknown, hit.score
-        )
+        relevant = coverage >= self.min_coverage and bool(terms)
+        if relevant and len(groups) >= _MIN_GROUPS:
+            # A question naming several things is not answered by a section holding only one
+            # of them, however rare its words ("publish … to conda-forge" and "Install from
+            # conda-forge").
+            present = term_set(hit.title) | term_set(hit.text)
+            relevant = sum(1 for group in groups if group & present) >= _MIN_GROUPS
+        return Relevance(relevant, coverage, unknown, hit.score)
 
     def _coverage(
         self,
@@ -232,7 +239,8 @@ class RelevanceRule:
         # The question is read once, not once per hit.
         terms = topic_terms(content_terms(question), site_terms)
         names = name_terms(question)
-        verdicts = [self._judge(terms, names, hit, weights) for hit in hits]
+        groups = term_groups(question, terms)
+        verdicts = [self._judge(terms, names, hit, weights, groups) for hit in hits]
         # A landing page's opening counts only when it ranks first.
         usable = [at == 0 or hit.href not in overviews for at, hit in enumerate(hits)]
         lead = (
@@ -248,6 +256,28 @@ class RelevanceRule:
             for at, (hit, verdict, use) in enumerate(zip(hits, verdicts, usable, strict=True))
             if (use and verdict.coverage >= floor) or (at == 0 and lead)
         ]
+
+
+#: A question whose terms are written by at least this many words ("conda-forge" is one) is
+#: relevant only to a section holding terms of at least this many of them.
+_MIN_GROUPS = 2
+
+
+def term_groups(question: str, terms: Sequence[str]) -> tuple[frozenset[str], ...]:
+    """``terms`` grouped by the word of ``question`` that writes them, in order: the parts of
+    ``conda-forge`` or ``@scope/pkg`` are one thing the question names, not two.
+
+    >>> groups = term_groups("Publish to conda-forge?", ("publish", "conda", "forg"))
+    >>> [sorted(group) for group in groups]
+    [['publish'], ['conda', 'forg']]
+    """
+    kept = frozenset(terms)
+    groups: list[frozenset[str]] = []
+    for word in question.split():
+        group = frozenset(content_terms(word)) & kept
+        if group and group not in groups:
+            groups.append(group)
+    return tuple(groups)
 
 
 #: The first hit leads on its heading when its search score is at least this many times
@@ -390,7 +420,9 @@ class RelevantRetriever:
                 (
                     hit
                     for hit in found
-                    if self._rule._judge(terms, names, hit, self._weights).relevant
+                    if self._rule._judge(
+                        terms, names, hit, self._weights, term_groups(part, terms)
+                    ).relevant
                 ),
                 None,
             )
