@@ -157,22 +157,37 @@ def _code_span(match: re.Match[str]) -> str:
 
 
 def _prose(text: str) -> str:
-    """Inline syntax removed from text that is not code."""
-    text = _ICON.sub("", text)
-    for code, emoji in _EMOJI.items():
-        text = text.replace(code, emoji)
-    text = _ATTRS.sub("", text)
-    text = _FOOTNOTE_REF.sub("", text)
-    text = _REF_LINK.sub(r"\1", text)
-    text = _CRITIC_DROP.sub("", text)
-    text = _CRITIC_SWAP.sub(r"\1", text)
-    text = _CRITIC_ADD.sub(lambda m: m.group(1) or m.group(2) or "", text)
-    text = _KEYS.sub(lambda m: "+".join(key.capitalize() for key in m.group(1).split("+")), text)
-    return _MARKS.sub(r"\2", text)
+    """Inline syntax removed from text that is not code.
+
+    Each rewrite runs only when the text holds the character its pattern cannot match without
+    (most lines hold none): the result is the same, at a fraction of the cost on a large folder.
+    """
+    if ":" in text:
+        text = _ICON.sub("", text)
+        for code, emoji in _EMOJI.items():
+            text = text.replace(code, emoji)
+    if "{" in text:
+        text = _ATTRS.sub("", text)
+    if "[" in text:
+        text = _FOOTNOTE_REF.sub("", text)
+        text = _REF_LINK.sub(r"\1", text)
+    if "{" in text:
+        text = _CRITIC_DROP.sub("", text)
+        text = _CRITIC_SWAP.sub(r"\1", text)
+        text = _CRITIC_ADD.sub(lambda m: m.group(1) or m.group(2) or "", text)
+    if "++" in text:
+        text = _KEYS.sub(
+            lambda m: "+".join(key.capitalize() for key in m.group(1).split("+")), text
+        )
+    if "==" in text or "^^" in text:
+        text = _MARKS.sub(r"\2", text)
+    return text
 
 
 def _inline(line: str) -> str:
     """``line`` with inline MkDocs syntax removed outside its code spans."""
+    if "`" not in line:
+        return _prose(line)
     parts: list[str] = []
     last = 0
     for match in _CODE_SPAN.finditer(line):

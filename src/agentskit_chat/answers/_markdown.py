@@ -39,7 +39,9 @@ __all__ = [
     "code_block",
     "escape_markdown",
     "github_slug",
+    "keep_reading",
     "link",
+    "page_reading",
     "parse_page",
     "read_markdown_document",
     "remember_reading",
@@ -234,7 +236,18 @@ def parse_page(page: SourceDocument) -> list[Token]:
 def remember_reading(page: SourceDocument, tokens: Sequence[Token]) -> None:
     """Read the page from ``tokens`` (its :func:`parse_page`) now and keep the reading on it,
     for :func:`read_markdown_document`: a reader that parsed the page shares the parse."""
-    reading = _read_tokens(page, tokens, stem=_stem(page.path))
+    keep_reading(page, page_reading(page, tokens))
+
+
+def page_reading(page: SourceDocument, tokens: Sequence[Token]) -> MarkdownDocument:
+    """What :func:`read_markdown_document` reads from the page, from ``tokens`` (its
+    :func:`parse_page`): for a reader that parses pages in another process."""
+    return _read_tokens(page, tokens, stem=_stem(page.path))
+
+
+def keep_reading(page: SourceDocument, reading: MarkdownDocument) -> None:
+    """Keep ``reading`` (the page's :func:`page_reading`) on the page, for
+    :func:`read_markdown_document`."""
     object.__setattr__(page, "_reading", reading)
 
 

@@ -13,6 +13,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Final
 
@@ -21,12 +22,14 @@ from markdown_it.token import Token
 
 from agentskit_chat._doclinks import HeadingSlugger, github_slug, page_href
 from agentskit_chat.answers import SourceDocument, is_markdown_name
-from agentskit_chat.answers._markdown import parse_page, remember_reading
+from agentskit_chat.answers._markdown import MarkdownDocument as PageReading
+from agentskit_chat.answers._markdown import keep_reading, page_reading, parse_page
 from agentskit_chat.errors import BuildError, ConfigurationError
 from agentskit_chat.protocol import is_safe_href
 from agentskit_chat.protocol._text import js_trim, utf16_len
 
 from ._docs_folder import read_docs_folder
+from ._page_workers import children_for, read_shared
 
 __all__ = [
     "CHUNKER_VERSION",
@@ -163,7 +166,7 @@ class MarkdownCorpus:
         """
         prefix = _checked_prefix(href_prefix)
         pages = sorted(documents, key=lambda page: page.path)
-        return cls(tuple(_document(page, prefix=prefix) for page in pages), prefix, root)
+        return cls(_documents(pages, prefix=prefix, children=children_for(pages)), prefix, root)
 
     @classmethod
     def from_texts(cls, texts: Mapping[str, str], *, href_prefix: str = "/docs") -> MarkdownCorpus:
@@ -514,12 +517,45 @@ def _chunk_id(path: str, slug: str | None, part: int) -> str:
     return f"{folded}{suffix}-{digest}"
 
 
+def _documents(
+    pages: Sequence[SourceDocument], *, prefix: str, children: int
+) -> tuple[MarkdownDocument, ...]:
+    """Every page chunked, in order; read with ``children`` child processes too (a large
+    folder, :mod:`._page_workers`), which gives the very same documents."""
+    read = partial(read_page, prefix=prefix)
+    if children:
+        read_all = read_shared(pages, read, prefix=prefix, children=children)
+    else:
+        read_all = [read(page) for page in pages]
+    documents: list[MarkdownDocument] = []
+    for page, (document, reading) in zip(pages, read_all, strict=True):
+        keep_reading(page, reading)
+        documents.append(document)
+    return tuple(documents)
+
+
 def _document(source: SourceDocument, *, prefix: str) -> MarkdownDocument:
-    path, digest, front_title = source.path, source.sha256, source.front_matter.title
     # One parse of the page: the chunks come from it, and so does what the artifact producer
     # reads, kept on the page for it.
+    document, reading = read_page(source, prefix=prefix)
+    keep_reading(source, reading)
+    return document
+
+
+def read_page(source: SourceDocument, *, prefix: str) -> tuple[MarkdownDocument, PageReading]:
+    """The page as chunks, and what the artifact producer reads from it: one parse of the page.
+
+    Pure (the page is left as it is), so that pages can be read in other processes.
+
+    Raises:
+        BuildError: the page yields a link that is not safe.
+    """
     tokens = parse_page(source)
-    remember_reading(source, tokens)
+    return _chunked(source, tokens, prefix=prefix), page_reading(source, tokens)
+
+
+def _chunked(source: SourceDocument, tokens: Sequence[Token], *, prefix: str) -> MarkdownDocument:
+    path, digest, front_title = source.path, source.sha256, source.front_matter.title
     sections = _sections(tokens)
     # The page title is the first heading when it is an H1 before any other heading; its
     # section is the page's introduction and the title is left out of every heading path.
