@@ -381,3 +381,36 @@ def test_a_section_holding_one_of_the_things_a_question_names_is_not_relevant() 
     # A question naming one thing is judged on coverage alone.
     assert rule.judge("Where is conda-forge?", CONDA_INSTALL, CHANNEL_WEIGHTS).relevant
     assert rule.select(question, [CONDA_INSTALL], CHANNEL_WEIGHTS) == []
+
+
+# An option named in prose, its default in the page's table, under another heading.
+OPTIONS_CORPUS = {
+    "downloads.md": (
+        "# Downloads\n\n## Remote files\n\nRemote files are fetched when downloads are enabled. "
+        "How long a download may wait is set with `fetch_timeout`, and the retries with "
+        "`fetch_retries`.\n\n## Options\n\n"
+        "| Option | Type | Default | Description |\n| --- | --- | --- | --- |\n"
+        "| `fetch_timeout` | float | `10.0` | Seconds to wait before giving up on a server. |\n"
+        "| `fetch_retries` | int | `3` | Attempts made. |\n"
+    ),
+    "license.md": "# License\n\nThe downloads widget is released under the MIT license.\n",
+}
+
+
+@pytest.mark.anyio
+async def test_an_option_named_in_the_best_section_brings_its_table_row() -> None:
+    corpus = MarkdownCorpus.from_texts(OPTIONS_CORPUS)
+    weights = TermWeights.from_texts(f"{c.title}\n{c.text}" for c in corpus.chunks)
+    question = "How long may a remote file download wait before giving up?"
+    async with SQLiteFTSRetriever(corpus=corpus, top_k=1) as index:
+        found = [hit.href for hit in await index.search(question, 1)]
+        assert found == ["/docs/downloads#remote-files"]
+        retriever = RelevantRetriever(index, weights, top_k=1, sections=corpus.chunks)
+        # The table's row says what the prose leaves out: the default, right after it.
+        kept = [hit.href for hit in await retriever.relevant(question)]
+        assert kept == ["/docs/downloads#remote-files", "/docs/downloads#options"]
+        # A row that says nothing more of the question than its option's name stays out.
+        other = "How are remote file retries fetched?"
+        assert [hit.href for hit in await retriever.relevant(other)] == [
+            "/docs/downloads#remote-files"
+        ]

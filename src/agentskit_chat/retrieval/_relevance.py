@@ -33,6 +33,7 @@ same analysis extractive answers use). A question with no content term is releva
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -322,6 +323,10 @@ def topic_terms(terms: tuple[str, ...], site_terms: frozenset[str]) -> tuple[str
 _PART_TOP_K = 3
 #: What starts a code block in a chunk's text.
 _FENCE = "```"
+#: A table row naming an option in its first cell: ``| `url_timeout` | float | ...``.
+_ROW_NAME = re.compile(r"^\|\s*`([^`\n]+)`\s*\|", re.MULTILINE)
+#: A code span in prose.
+_CODE_SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 
 
 class Searcher(Protocol):
@@ -353,7 +358,10 @@ class RelevantRetriever:
     only the part that tells what a command prints, not the one holding the command. When a
     question asks how to do something (:func:`~agentskit_chat._terms.asks_how_to`) and none of
     a relevant section's parts found holds code, its first part with code joins them, in the
-    page's order, so the answer can show the command.
+    page's order, so the answer can show the command. And when the best section names an
+    option whose row in a table of the same page (``| `url_timeout` | float | `10.0` | …``)
+    is in another section and holds a term of the question beyond the option's name, that
+    section comes second: the prose says the option exists, the table says its default.
     """
 
     def __init__(
@@ -380,6 +388,13 @@ class RelevantRetriever:
             parts.setdefault(chunk.href, []).append(chunk)
         # Only long sections, cut into parts, are looked up.
         self._parts = {href: tuple(found) for href, found in parts.items() if len(found) > 1}
+        # A page's option tables: the chunk holding the row of each option (by page and name).
+        self._rows: dict[tuple[str, str], MarkdownChunk] = {}
+        for found in parts.values():
+            for chunk in found:
+                page = chunk.href.partition("#")[0]
+                for name in _ROW_NAME.findall(chunk.text):
+                    self._rows.setdefault((page, name), chunk)
 
     @property
     def rule(self) -> RelevanceRule:
@@ -405,7 +420,8 @@ class RelevantRetriever:
                 site_terms=self._site_terms,
                 overviews=self._overviews,
             )
-            return self._with_code(question, set_aside(question, selected))
+            kept = self._with_code(question, set_aside(question, selected))
+            return self._with_rows(question, kept)
         names = name_terms(question)
         firsts: list[RetrievedChunk] = []
         parts = 0
@@ -442,7 +458,30 @@ class RelevantRetriever:
         merged: dict[str, RetrievedChunk] = {}
         for hit in (*firsts, *kept):
             merged.setdefault(hit.id, hit)
-        return self._with_code(question, set_aside(question, list(merged.values())))
+        return self._with_rows(
+            question, self._with_code(question, set_aside(question, list(merged.values())))
+        )
+
+    def _with_rows(self, question: str, hits: list[RetrievedChunk]) -> list[RetrievedChunk]:
+        """``hits``, and when the first one names an option (``url_timeout`` written as code)
+        whose row in a table of its page is in another section, and that row holds a question
+        term beyond the option's own name, that section right after it."""
+        if not hits or not self._rows:
+            return hits
+        first = hits[0]
+        page = first.href.partition("#")[0]
+        terms = set(content_terms(question)) - self._site_terms
+        held = {hit.id for hit in hits}
+        for name in dict.fromkeys(_CODE_SPAN.findall(first.text)):
+            chunk = self._rows.get((page, name))
+            if chunk is None or chunk.id in held or chunk.href == first.href:
+                continue
+            rows = chunk.text.split("\n")
+            row = next((r for r in rows if _ROW_NAME.match(r) and f"`{name}`" in r), "")
+            if (term_set(row) - term_set(name)) & terms:
+                table = RetrievedChunk(chunk.id, chunk.title, chunk.href, chunk.text, first.score)
+                return [first, table, *hits[1:]]
+        return hits
 
     def _with_code(self, question: str, hits: list[RetrievedChunk]) -> list[RetrievedChunk]:
         """``hits``, and when ``question`` asks how to do something, for each section found
