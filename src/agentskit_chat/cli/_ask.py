@@ -8,6 +8,9 @@ way (a blank question).
 
 from __future__ import annotations
 
+import contextlib
+import gc
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal, NoReturn
 
@@ -44,6 +47,28 @@ AgentOption = Annotated[
 def _fail(message: str, code: int = 1) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
+
+
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Pause the cyclic garbage collector for one question, then freeze what it made.
+
+    Answering starts the assistant: tens of thousands of objects (modules, classes, wire
+    schemas, the index) that live until the command exits. The collector would walk them again
+    and again while they are made, and once more at exit: ~0.1 s of a 0.4 s command, for
+    nothing, since reference counting frees the rest as it goes (a start over 5,000 pages
+    leaves a few hundred objects in cycles). Afterwards they are frozen (:func:`gc.freeze`):
+    kept out of every later collection, including the one at exit. The collector is on again
+    afterwards if it was on before.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
 
 
 def render_answer(envelope: AnswerOutcome) -> str:
@@ -84,13 +109,14 @@ def ask_command(
     agent: AgentOption = None,
 ) -> None:
     """Answer a question about a folder of Markdown: exactly, grounded, or not at all."""
-    # Imported when the command runs, so that --help and the other commands start fast.
-    from agentskit_chat.assistant import ask_docs  # noqa: PLC0415 - start-up time
+    with _no_cycle_collection():
+        # Imported when the command runs, so that --help and the other commands start fast.
+        from agentskit_chat.assistant import ask_docs  # noqa: PLC0415 - start-up time
 
-    try:
-        envelope = ask_docs(question, docs, model=model, agent=agent)
-    except AskServiceError as error:
-        _fail(error.message, 2 if error.code == "ASK_INVALID_REQUEST" else 1)
-    except (BuildError, ConfigurationError, RetrievalError, ImportError) as error:
-        _fail(str(error))
-    typer.echo(envelope.to_json() if as_json else render_answer(envelope))
+        try:
+            envelope = ask_docs(question, docs, model=model, agent=agent)
+        except AskServiceError as error:
+            _fail(error.message, 2 if error.code == "ASK_INVALID_REQUEST" else 1)
+        except (BuildError, ConfigurationError, RetrievalError, ImportError) as error:
+            _fail(str(error))
+        typer.echo(envelope.to_json() if as_json else render_answer(envelope))
