@@ -333,8 +333,10 @@ class DocsAssistant:
         )
 
     def _create_resolver(self, build: ArtifactBuild) -> DeterministicAnswerResolver:
+        # Verified again from its text (the model the build decoded from it, proved anew):
+        # decoding the text is a quarter of the work of dumping the model to decode it.
         return create_deterministic_answer_resolver(
-            build.artifact,
+            build.artifact_json,
             expected_content_hash=build.site_config.artifact.content_hash,
             expected_site_id=self.site_id,
             now=self._now,

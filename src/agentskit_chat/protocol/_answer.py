@@ -16,7 +16,17 @@ from ._deterministic import ANSWER_MAX_BYTES, bounded_decode
 from ._knowledge import Citation
 from ._result import DecodeResult
 from ._text import normalize_knowledge_key, truncate_utf16
-from ._types import ContentHash, SafeId, VersionOne, WireModel, array, one_of, text, trimmed
+from ._types import (
+    BUILT_ON_FIRST_USE,
+    ContentHash,
+    SafeId,
+    VersionOne,
+    WireModel,
+    array,
+    one_of,
+    text,
+    trimmed,
+)
 
 __all__ = [
     "ANSWER_PROTOCOL",
@@ -172,7 +182,7 @@ AnswerEnvelope = Annotated[
 AnswerResponse = AnswerEnvelope
 
 _ENVELOPE: Final[TypeAdapter[ExactAnswer | ChoicesAnswer | EscalationAnswer]] = TypeAdapter(
-    AnswerEnvelope
+    AnswerEnvelope, config=BUILT_ON_FIRST_USE
 )
 
 

@@ -21,6 +21,7 @@ from ._message import MessageRecord, checked_messages
 from ._result import Decoded, DecodeResult, Diagnostic, Rejected
 from ._text import js_trim
 from ._types import (
+    BUILT_ON_FIRST_USE,
     JsBool,
     NonNegInt,
     SafeId,
@@ -216,7 +217,7 @@ TurnEvent = Annotated[
 ]
 
 _TURN_EVENT: Final[TypeAdapter[SubmitEvent | SnapshotEvent | DiagnosticEvent]] = TypeAdapter(
-    TurnEvent
+    TurnEvent, config=BUILT_ON_FIRST_USE
 )
 
 
