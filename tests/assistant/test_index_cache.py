@@ -12,17 +12,21 @@ from __future__ import annotations
 import os
 import pwd
 import sqlite3
+import threading
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import anyio
 import markdown_it
 import pytest
 
 from agentskit_chat._terms import words
 from agentskit_chat.answers import DocsFolder, _markdown, build_local_knowledge_artifact
 from agentskit_chat.assistant import create_docs_assistant
+from agentskit_chat.errors import BuildError
 from agentskit_chat.retrieval import (
     MarkdownCorpus,
     SQLiteFTSRetriever,
@@ -30,7 +34,12 @@ from agentskit_chat.retrieval import (
     _index_cache,
     read_docs_folder,
 )
-from agentskit_chat.retrieval._index_cache import CACHE_DIR_ENV, StartParts, cached_start
+from agentskit_chat.retrieval._index_cache import (
+    CACHE_DIR_ENV,
+    IndexNow,
+    StartParts,
+    cached_start,
+)
 
 from ._support import GUIDE, NOW, write_docs
 
@@ -144,9 +153,11 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return parsed
 
 
-def _make(folder: DocsFolder) -> StartParts:
-    """The parts a start builds, made as the assistant makes them (parsing every page)."""
+def _make(folder: DocsFolder, index_now: IndexNow = lambda corpus: None) -> StartParts:
+    """The parts a start builds, made as the assistant makes them (parsing every page); the
+    search index is written meanwhile, from when the corpus is chunked."""
     corpus = MarkdownCorpus.from_documents(folder.documents, root=folder.root)
+    index_now(corpus)
     texts = [f"{chunk.title}\n{chunk.text}" for chunk in corpus.chunks]
     build = build_local_knowledge_artifact(folder, site_id="docs", generated_at=STAMP)
     vocabulary = Counter(word for text in texts for word in words(text))
@@ -155,7 +166,7 @@ def _make(folder: DocsFolder) -> StartParts:
 
 def _start(folder: DocsFolder, cache: Path) -> tuple[StartParts, SQLiteFTSRetriever]:
     return cached_start(
-        folder, site_id="docs", href_prefix="/docs", make=lambda: _make(folder), root=cache
+        folder, site_id="docs", href_prefix="/docs", make=partial(_make, folder), root=cache
     )
 
 
@@ -336,7 +347,7 @@ def test_a_changed_page_or_site_gets_a_new_entry(
         folder,
         site_id="docs",
         href_prefix="/docs",
-        make=lambda: _make_stamped(folder),
+        make=lambda index_now: _make_stamped(folder),
         root=cache,
     )
     index.close()
@@ -396,7 +407,7 @@ def test_no_home_folder_falls_back_to_memory(
     with pytest.raises(RuntimeError):
         _index_cache.cache_root()
     parts, index = cached_start(
-        folder, site_id="docs", href_prefix="/docs", make=lambda: _make(folder)
+        folder, site_id="docs", href_prefix="/docs", make=partial(_make, folder)
     )
     try:
         assert len(parses) == len(folder.documents)
@@ -433,3 +444,56 @@ def test_another_markdown_parser_version_never_reads_an_entry(
     _start(folder, cache)[1].close()
     assert len(parses) == len(folder.documents)
     assert _entry(cache) != first
+
+
+def test_an_index_started_with_another_corpus_is_written_again(tmp_path: Path, cache: Path) -> None:
+    folder = read_docs_folder(write_docs(tmp_path / "docs"))
+    other = MarkdownCorpus.from_texts({"other.md": "# Other\n\nNothing of the docs.\n"})
+
+    def make(index_now: IndexNow) -> StartParts:
+        index_now(other)  # started with a corpus the parts do not hold
+        return _make(folder)
+
+    parts, index = cached_start(folder, site_id="docs", href_prefix="/docs", make=make, root=cache)
+    try:
+        assert index.last_report is not None
+        assert index.last_report.chunks == len(parts.corpus.chunks) > 1
+        assert anyio.run(index.manifest) == parts.corpus.manifest
+    finally:
+        index.close()
+    assert _index_files(cache) == [_entry(cache)]
+    assert not [p for p in _entry(cache).parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_parts_that_cannot_be_made_leave_no_file_behind(tmp_path: Path, cache: Path) -> None:
+    folder = read_docs_folder(write_docs(tmp_path / "docs"))
+
+    def make(index_now: IndexNow) -> StartParts:
+        index_now(MarkdownCorpus.from_documents(folder.documents, root=folder.root))
+        raise BuildError("the artifact could not be built")
+
+    with pytest.raises(BuildError, match="artifact could not be built"):
+        cached_start(folder, site_id="docs", href_prefix="/docs", make=make, root=cache)
+    written = [path for path in cache.rglob("*") if path.is_file()]
+    assert written == []  # the index the thread wrote is gone with its temporary name
+
+
+@pytest.mark.anyio
+async def test_the_assistant_writes_the_index_while_it_builds_the_rest(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written: list[str] = []
+    real = _index_cache._write_index
+
+    def recorded(where: Path, temporary: Path, corpus: MarkdownCorpus) -> Any:
+        written.append(threading.current_thread().name)
+        return real(where, temporary, corpus)
+
+    monkeypatch.setattr(_index_cache, "_write_index", recorded)
+    async with create_docs_assistant(write_docs(tmp_path / "docs"), now=lambda: NOW) as assistant:
+        report = assistant.index_report
+        assert report is not None
+        assert report.chunks > 1
+    # Written once, in the cache's own thread (started as soon as the pages were chunked).
+    assert written == ["agentskit-index"]
+    assert _entry(cache).is_file()

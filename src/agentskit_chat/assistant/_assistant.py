@@ -52,7 +52,7 @@ from agentskit_chat.retrieval import (
     guides_first,
     read_docs_folder,
 )
-from agentskit_chat.retrieval._index_cache import StartParts, cached_start
+from agentskit_chat.retrieval._index_cache import IndexNow, StartParts, cached_start
 from agentskit_chat.service import (
     AskService,
     AskSessionStore,
@@ -319,12 +319,12 @@ class DocsAssistant:
             folder,
             site_id=self.site_id,
             href_prefix=self._href_prefix,
-            make=lambda: self._make_start(folder),
+            make=lambda index_now: self._make_start(folder, index_now),
         )
 
-    def _make_start(self, folder: DocsFolder) -> StartParts:
+    def _make_start(self, folder: DocsFolder, index_now: IndexNow | None = None) -> StartParts:
         # Each page is parsed once, by the chunker, which keeps what the artifact reads of it.
-        corpus, weights, vocabulary = self._load_corpus(folder)
+        corpus, weights, vocabulary = self._load_corpus(folder, index_now)
         return StartParts(corpus, self._build_artifact(folder), weights, vocabulary)
 
     def _build_artifact(self, folder: DocsFolder) -> ArtifactBuild:
@@ -342,10 +342,14 @@ class DocsAssistant:
             now=self._now,
         )
 
-    def _load_corpus(self, folder: DocsFolder) -> tuple[MarkdownCorpus, TermWeights, Counter[str]]:
+    def _load_corpus(
+        self, folder: DocsFolder, index_now: IndexNow | None = None
+    ) -> tuple[MarkdownCorpus, TermWeights, Counter[str]]:
         corpus = MarkdownCorpus.from_documents(
             folder.documents, href_prefix=self._href_prefix, root=folder.root
         )
+        if index_now is not None:
+            index_now(corpus)  # the start cache writes the search index meanwhile
         texts = [f"{c.title}\n{c.text}" for c in corpus.chunks]
         weights = TermWeights.from_texts(texts)
         # What a misspelled word of a question is corrected to: the words the docs write.

@@ -27,6 +27,7 @@ import hashlib
 import os
 import secrets
 import sqlite3
+import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,11 +46,13 @@ from agentskit_chat.protocol import (
 
 from ._corpus import MarkdownChunk, MarkdownCorpus, MarkdownDocument, _checked_prefix
 from ._relevance import TermWeights
+from ._results import IndexReport
 from ._sqlite_fts import INDEX_FORMAT, SQLiteFTSRetriever
 
 __all__ = [
     "CACHE_DIR_ENV",
     "START_FORMAT",
+    "IndexNow",
     "StartParts",
     "cache_root",
     "cached_start",
@@ -68,6 +71,10 @@ _BUILDERS: Final = ("_*.py", "answers/*.py", "protocol/*.py", "retrieval/*.py", 
 #: The parts an entry stores beside the index (and their digest).
 _PARTS: Final = ("corpus", "artifact", "site", "build", "weights", "vocabulary")
 _CREATE: Final = "CREATE TABLE start (name TEXT PRIMARY KEY, value BLOB NOT NULL)"
+
+#: What :func:`cached_start` gives its ``make``: call it with the corpus once it is chunked,
+#: and the search index is written meanwhile.
+IndexNow = Callable[[MarkdownCorpus], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,11 +150,15 @@ def cached_start(
     *,
     site_id: str,
     href_prefix: str,
-    make: Callable[[], StartParts],
+    make: Callable[[IndexNow], StartParts],
     root: Path | None = None,
 ) -> tuple[StartParts, SQLiteFTSRetriever]:
     """The start's parts and search index: from the cache entry of ``folder``'s pages, else
     made with ``make`` (which parses the pages) and cached for the next start.
+
+    ``make`` is given a function to call with the corpus as soon as the pages are chunked:
+    the new entry's search index is then written in a thread (SQLite works outside the
+    interpreter lock) while ``make`` builds the other parts. Not calling it only costs time.
 
     A cache that cannot be written (a read-only home folder, a full disk, no home folder)
     falls back to an index in memory: the cache saves time, it is never required.
@@ -157,7 +168,8 @@ def cached_start(
         folder: The pages as read.
         site_id: The artifact's site id.
         href_prefix: What every link starts with.
-        make: Builds the parts from the pages, when no valid entry holds them.
+        make: Builds the parts from the pages, when no valid entry holds them; given the
+            function to call with the chunked corpus (:data:`IndexNow`).
         root: The cache folder; by default :func:`cache_root`.
 
     Raises:
@@ -168,7 +180,7 @@ def cached_start(
     try:
         where = _folder(cache_root() if root is None else root, folder.root)
     except RuntimeError:  # no cache folder given and no home folder to keep one in
-        parts = make()
+        parts = make(_not_now)
         return parts, SQLiteFTSRetriever(":memory:", corpus=parts.corpus)
     path = where / f"{_PREFIX}{key[:32]}{_SUFFIX}"
     try:
@@ -179,9 +191,14 @@ def cached_start(
         found = _load(path, folder, site_id)
         if found is not None:
             return found
-    parts = make()
+    writer = _Writer(where, path)
     try:
-        return parts, _store(where, path, parts)
+        parts = make(writer.start)
+    except BaseException:
+        writer.discard()
+        raise
+    try:
+        return parts, writer.finish(parts)
     except RetrievalError:
         return parts, SQLiteFTSRetriever(":memory:", corpus=parts.corpus)
 
@@ -237,40 +254,103 @@ def _encoded(parts: StartParts) -> dict[str, bytes]:
     return {**values, "digest": _digest(values, corpus)}
 
 
-def _store(where: Path, path: Path, parts: StartParts) -> SQLiteFTSRetriever:
-    """Write the entry under a temporary name, rename it to ``path``, open it read-only."""
+def _not_now(corpus: MarkdownCorpus) -> None:
+    """No entry is written: nothing to start."""
+
+
+class _Writer:
+    """A new entry: its search index written under a temporary name from when the corpus is
+    ready (in a thread), then the other parts; renamed into place, opened read-only."""
+
+    def __init__(self, where: Path, path: Path) -> None:
+        self._where, self._path = where, path
+        self._temporary = where / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        self._corpus: MarkdownCorpus | None = None
+        self._thread: threading.Thread | None = None
+        self._indexed: IndexReport | BaseException | None = None
+
+    def start(self, corpus: MarkdownCorpus) -> None:
+        """Start writing the index of ``corpus`` (once; later calls do nothing)."""
+        if self._thread is None:
+            self._corpus = corpus
+            self._thread = threading.Thread(target=self._index, name="agentskit-index")
+            self._thread.start()
+
+    def _index(self) -> None:
+        assert self._corpus is not None  # set before the thread starts
+        try:
+            self._indexed = _write_index(self._where, self._temporary, self._corpus)
+        except BaseException as error:  # raised again by finish(), in the caller's thread
+            self._indexed = error
+
+    def _joined(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+    def finish(self, parts: StartParts) -> SQLiteFTSRetriever:
+        """Write the other parts beside the index, rename the file into place, open it.
+
+        Raises:
+            RetrievalError: the cache folder or the file could not be written.
+        """
+        self._joined()
+        try:
+            if self._corpus is not parts.corpus:  # started with no corpus, or another one
+                self._remove_temporary()
+                self._indexed = _write_index(self._where, self._temporary, parts.corpus)
+            if isinstance(self._indexed, BaseException):
+                raise self._indexed
+            assert self._indexed is not None  # written above, or by the thread
+            report = self._indexed
+            connection = sqlite3.connect(self._temporary, isolation_level=None)
+            try:
+                connection.execute("BEGIN")
+                connection.execute(_CREATE)
+                connection.executemany(
+                    "INSERT INTO start (name, value) VALUES (?, ?)", _encoded(parts).items()
+                )
+                connection.execute("COMMIT")
+            finally:
+                connection.close()
+            os.replace(self._temporary, self._path)
+        except (OSError, sqlite3.Error):
+            raise RetrievalError("The index cache file could not be written.") from None
+        finally:
+            self._remove_temporary()
+        for stale in self._where.glob(f"{_PREFIX}*{_SUFFIX}"):
+            if stale != self._path:
+                # A process still searching an older file keeps it open; it is not written again.
+                with contextlib.suppress(OSError):
+                    stale.unlink()
+        return SQLiteFTSRetriever.read_only(self._path, corpus=parts.corpus, report=report)
+
+    def discard(self) -> None:
+        """Nothing is cached after all (the parts could not be made): remove what was written."""
+        self._joined()
+        self._remove_temporary()
+
+    def _remove_temporary(self) -> None:
+        temporary = self._temporary
+        for leftover in (temporary, *(temporary.with_name(temporary.name + s) for s in _SIDE)):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+
+
+def _write_index(where: Path, temporary: Path, corpus: MarkdownCorpus) -> IndexReport:
+    """The search index of ``corpus``, written to ``temporary`` and closed (sealed).
+
+    Raises:
+        RetrievalError: the cache folder or the file could not be written.
+    """
     try:
         where.mkdir(parents=True, exist_ok=True)
     except OSError:
         raise RetrievalError("The index cache folder could not be created.") from None
-    temporary = where / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    try:
-        built = SQLiteFTSRetriever(temporary, corpus=parts.corpus)
-        report = built.last_report
-        built.seal()
-        connection = sqlite3.connect(temporary, isolation_level=None)
-        try:
-            connection.execute("BEGIN")
-            connection.execute(_CREATE)
-            connection.executemany(
-                "INSERT INTO start (name, value) VALUES (?, ?)", _encoded(parts).items()
-            )
-            connection.execute("COMMIT")
-        finally:
-            connection.close()
-        os.replace(temporary, path)
-    except (OSError, sqlite3.Error):
-        raise RetrievalError("The index cache file could not be written.") from None
-    finally:
-        for leftover in (temporary, *(temporary.with_name(temporary.name + s) for s in _SIDE)):
-            with contextlib.suppress(OSError):
-                leftover.unlink()
-    for stale in where.glob(f"{_PREFIX}*{_SUFFIX}"):
-        if stale != path:
-            # A process still searching an older file keeps it open; it is not written again.
-            with contextlib.suppress(OSError):
-                stale.unlink()
-    return SQLiteFTSRetriever.read_only(path, corpus=parts.corpus, report=report)
+    built = SQLiteFTSRetriever(temporary, corpus=corpus)
+    report = built.last_report
+    built.seal()
+    assert report is not None  # a corpus was given
+    return report
 
 
 # --- reading ------------------------------------------------------------------------------------
