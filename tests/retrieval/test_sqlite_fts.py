@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,6 +17,7 @@ from agentskit_chat.protocol import GroundedSource, decode_grounded_source
 from agentskit_chat.retrieval import (
     MarkdownCorpus,
     SQLiteFTSRetriever,
+    _sqlite_fts,
     build_index,
     load_markdown_corpus,
     query_phrases,
@@ -310,3 +312,54 @@ async def test_lone_surrogates_in_memory_texts_are_indexable() -> None:
     assert "\ufffd" in corpus.chunks[0].text
     async with await SQLiteFTSRetriever.open(corpus=corpus) as index:
         assert (await index.search("quokka", 1))[0].href == "/docs/odd"
+
+
+ODD_ROWS = [
+    ("plain", "Plain words"),
+    ("nul", "before\x00after"),  # NUL would not come back from JSON as it is: row by row
+    ("escaped", "a literal \\u0000 and \\n"),
+    ("quotes", "\"quoted\" 'single' `tick` \t tab\nline"),
+    ("wide", "émoji 🚀 ∑ 中文"),
+]
+
+
+@pytest.mark.parametrize("rows", [ODD_ROWS, ODD_ROWS[:1], ODD_ROWS[2:]], ids=["nul", "one", "json"])
+def test_rows_written_in_one_statement_come_back_exactly(
+    rows: list[tuple[str, str]],
+) -> None:
+    connection = sqlite3.connect(":memory:", isolation_level=None)
+    connection.execute("CREATE TABLE t (id TEXT PRIMARY KEY, body TEXT NOT NULL)")
+    _sqlite_fts._insert(connection, "t (id, body)", rows)
+    _sqlite_fts._insert(connection, "t (id, body)", [])
+    stored = connection.execute("SELECT id, body, typeof(body) FROM t ORDER BY rowid").fetchall()
+    assert stored == [(key, body, "text") for key, body in rows]
+
+
+@pytest.mark.anyio
+async def test_an_index_written_in_one_statement_matches_one_written_row_by_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    corpus = load_markdown_corpus(PROJECT_DOCS)
+    assert corpus.chunks
+    bulk = SQLiteFTSRetriever(corpus=corpus)
+    # Row by row: as when SQLite has no JSON functions.
+    monkeypatch.setattr(orjson, "dumps", lambda rows: b"")
+    by_row = SQLiteFTSRetriever(corpus=corpus)
+    try:
+        instances = []
+        for index in (bulk, by_row):
+            connection = index._connection
+            connection.execute(
+                "CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, chunks_fts, instance)"
+            )
+            rows = connection.execute("SELECT rowid, * FROM chunks ORDER BY rowid").fetchall()
+            terms = connection.execute("SELECT * FROM temp.v ORDER BY term, doc, col, offset")
+            files = connection.execute("SELECT * FROM files ORDER BY path").fetchall()
+            instances.append((rows, terms.fetchall(), files))
+        assert len(instances[0][0]) == len(corpus.chunks)
+        assert instances[0] == instances[1]
+        question = "How does incremental re-indexing work?"
+        assert await bulk.search(question, 5) == await by_row.search(question, 5)
+    finally:
+        bulk.close()
+        by_row.close()
