@@ -9,7 +9,10 @@ word written as a name: ``GraphQL``, ``Datadog``, ``@scope/pkg``, ``snake_case``
 every page, such as the product's name, counts for almost nothing; a word the docs never use
 counts for a lot.
 
-- A section is **relevant** when its coverage is at least ``min_coverage``.
+- A section is **relevant** when its coverage is at least ``min_coverage`` and, when the
+  question's terms are written by two words or more (``conda-forge`` is one,
+  :func:`term_groups`), it holds terms of two of them: a section holding only one thing the
+  question names does not answer what the question asks of it, however rare its words.
 - A question whose terms include a name that no section of the docs writes at all is relevant
   to nothing: the docs cannot say how to use what they never mention (its coverage is 0).
 - When one section is relevant, the question is answered from every retrieved section whose
@@ -33,14 +36,12 @@ same analysis extractive answers use). A question with no content term is releva
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from agentskit_chat._terms import (
-    asks_how_to,
     by_default,
     content_terms,
     corrected,
@@ -56,6 +57,7 @@ from agentskit_chat.protocol import GroundedSource
 from ._corpus import TITLE_SEPARATOR, MarkdownChunk
 from ._page_kinds import guides_first, set_aside
 from ._results import RetrievedChunk
+from ._section_parts import SectionParts
 
 if TYPE_CHECKING:
     from agentskit_chat.service import RetrievalRequest
@@ -321,12 +323,6 @@ def topic_terms(terms: tuple[str, ...], site_terms: frozenset[str]) -> tuple[str
 
 #: How many sections are searched for each part of a question with parts.
 _PART_TOP_K = 3
-#: What starts a code block in a chunk's text.
-_FENCE = "```"
-#: A table row naming an option in its first cell: ``| `url_timeout` | float | ...``.
-_ROW_NAME = re.compile(r"^\|\s*`([^`\n]+)`\s*\|", re.MULTILINE)
-#: A code span in prose.
-_CODE_SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
 
 
 class Searcher(Protocol):
@@ -354,14 +350,11 @@ class RelevantRetriever:
     links of landing pages' openings (the docs assistant passes the root page's): used only
     when search ranks one first.
 
-    ``sections`` are the corpus's chunks: a long section is cut into parts, and search may find
-    only the part that tells what a command prints, not the one holding the command. When a
-    question asks how to do something (:func:`~agentskit_chat._terms.asks_how_to`) and none of
-    a relevant section's parts found holds code, its first part with code joins them, in the
-    page's order, so the answer can show the command. And when the best section names an
-    option whose row in a table of the same page (``| `url_timeout` | float | `10.0` | …``)
-    is in another section and holds a term of the question beyond the option's name, that
-    section comes second: the prose says the option exists, the table says its default.
+    ``sections`` are the corpus's chunks, in which the relevant sections' other parts are
+    looked up (:class:`~agentskit_chat.retrieval._section_parts.SectionParts`): a "How do I
+    …?" question gets the part of a long section holding its command when search found only
+    another part, and an option the best section names brings its row of the page's option
+    table, right after it.
     """
 
     def __init__(
@@ -383,18 +376,7 @@ class RelevantRetriever:
         self._vocabulary = vocabulary
         self._site_terms = frozenset(site_terms)
         self._overviews = frozenset(overviews)
-        parts: dict[str, list[MarkdownChunk]] = {}
-        for chunk in sections:
-            parts.setdefault(chunk.href, []).append(chunk)
-        # Only long sections, cut into parts, are looked up.
-        self._parts = {href: tuple(found) for href, found in parts.items() if len(found) > 1}
-        # A page's option tables: the chunk holding the row of each option (by page and name).
-        self._rows: dict[tuple[str, str], MarkdownChunk] = {}
-        for found in parts.values():
-            for chunk in found:
-                page = chunk.href.partition("#")[0]
-                for name in _ROW_NAME.findall(chunk.text):
-                    self._rows.setdefault((page, name), chunk)
+        self._parts = SectionParts(sections)
 
     @property
     def rule(self) -> RelevanceRule:
@@ -420,8 +402,7 @@ class RelevantRetriever:
                 site_terms=self._site_terms,
                 overviews=self._overviews,
             )
-            kept = self._with_code(question, set_aside(question, selected))
-            return self._with_rows(question, kept)
+            return self._parts.joined(question, set_aside(question, selected), self._site_terms)
         names = name_terms(question)
         firsts: list[RetrievedChunk] = []
         parts = 0
@@ -458,53 +439,9 @@ class RelevantRetriever:
         merged: dict[str, RetrievedChunk] = {}
         for hit in (*firsts, *kept):
             merged.setdefault(hit.id, hit)
-        return self._with_rows(
-            question, self._with_code(question, set_aside(question, list(merged.values())))
+        return self._parts.joined(
+            question, set_aside(question, list(merged.values())), self._site_terms
         )
-
-    def _with_rows(self, question: str, hits: list[RetrievedChunk]) -> list[RetrievedChunk]:
-        """``hits``, and when the first one names an option (``url_timeout`` written as code)
-        whose row in a table of its page is in another section, and that row holds a question
-        term beyond the option's own name, that section right after it."""
-        if not hits or not self._rows:
-            return hits
-        first = hits[0]
-        page = first.href.partition("#")[0]
-        terms = set(content_terms(question)) - self._site_terms
-        held = {hit.id for hit in hits}
-        for name in dict.fromkeys(_CODE_SPAN.findall(first.text)):
-            chunk = self._rows.get((page, name))
-            if chunk is None or chunk.id in held or chunk.href == first.href:
-                continue
-            rows = chunk.text.split("\n")
-            row = next((r for r in rows if _ROW_NAME.match(r) and f"`{name}`" in r), "")
-            if (term_set(row) - term_set(name)) & terms:
-                table = RetrievedChunk(chunk.id, chunk.title, chunk.href, chunk.text, first.score)
-                return [first, table, *hits[1:]]
-        return hits
-
-    def _with_code(self, question: str, hits: list[RetrievedChunk]) -> list[RetrievedChunk]:
-        """``hits``, and when ``question`` asks how to do something, for each section found
-        only by parts without code, its first part with code, beside them in the page's order
-        (with the score of the part found)."""
-        if not self._parts or not asks_how_to(question):
-            return hits
-        held = {hit.id for hit in hits}
-        with_code = {hit.href for hit in hits if _FENCE in hit.text}
-        kept: list[RetrievedChunk] = []
-        for hit in hits:
-            parts = self._parts.get(hit.href, ())
-            order = [part.id for part in parts]
-            code = next((p for p in parts if _FENCE in p.text and p.id not in held), None)
-            if code is None or hit.href in with_code or hit.id not in order:
-                kept.append(hit)
-                continue
-            with_code.add(hit.href)
-            held.add(code.id)
-            joined = RetrievedChunk(code.id, code.title, code.href, code.text, hit.score)
-            before = order.index(code.id) < order.index(hit.id)
-            kept += [joined, hit] if before else [hit, joined]
-        return kept
 
     def question(self, query: str, earlier: Sequence[str] = ()) -> str:
         """The question searched for ``query``: a follow-up written out with the ``earlier``
