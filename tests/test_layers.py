@@ -24,6 +24,7 @@ PROTOCOL_ALLOWED = frozenset(
         "datetime",
         "functools",
         "hashlib",
+        "importlib",
         "itertools",
         "json",
         "math",

@@ -49,12 +49,17 @@ HEAVY = (
 )
 
 #: What answering a question about a docs folder does not need: the model's agents (no model is
-#: configured), the chat runtime and its schemas, servers, the terminal, YAML (no page has front
-#: matter).
+#: configured), the chat runtime and its schemas, the chat's wire families (turns, sessions,
+#: messages, assistant content), servers, the terminal, YAML (no page has front matter).
 NOT_FOR_ASK = (
     "agentskit_chat.agents",
     "agentskit_chat.answer_commit",
     "agentskit_chat.components",
+    "agentskit_chat.protocol._content",
+    "agentskit_chat.protocol._cursor",
+    "agentskit_chat.protocol._message",
+    "agentskit_chat.protocol._session",
+    "agentskit_chat.protocol._turn",
     "agentskit_chat.runtime",
     "agentskit_chat.server",
     "agentskit_chat.storage",
