@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from functools import partial
 from pathlib import PurePosixPath
+from typing import Any
 
 import pytest
 
+from agentskit_chat._terms import words
 from agentskit_chat.answers import SourceDocument
 from agentskit_chat.answers._markdown import page_reading, parse_page, read_markdown_document
 from agentskit_chat.errors import BuildError
-from agentskit_chat.retrieval import _corpus, _page_workers, read_docs_folder
-from agentskit_chat.retrieval._corpus import MarkdownDocument, read_page
+from agentskit_chat.retrieval import TermWeights, _corpus, _page_workers, read_docs_folder
+from agentskit_chat.retrieval._corpus import (
+    MarkdownDocument,
+    read_batch,
+    read_page,
+    section_counts,
+)
 from agentskit_chat.retrieval._page_workers import children_for, read_shared
+from agentskit_chat.retrieval._section_counts import SectionCounts
 
 from ._support import PROJECT_DOCS
 
@@ -42,6 +51,21 @@ def _serial(pages: Sequence[SourceDocument]) -> list[tuple[MarkdownDocument, obj
     return [read_page(page, prefix="/docs") for page in pages]
 
 
+def _flat(batches: list[tuple[list[Any], SectionCounts]]) -> tuple[list[Any], SectionCounts]:
+    """The pages read by batches, in order, and their counts added up."""
+    assert batches
+    counts = SectionCounts()
+    read: list[Any] = []
+    for batch, counted in batches:
+        read += batch
+        counts.add(counted)
+    return read, counts
+
+
+def _counted(pages: Sequence[SourceDocument]) -> SectionCounts:
+    return read_batch(pages, prefix="/docs")[1]
+
+
 class _Watched(_page_workers._Handout):
     """The handout, telling when a helper thread (a child) took a batch."""
 
@@ -62,12 +86,14 @@ def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_page_workers, "_BATCH_CHARS", 1)
 
 
-def _waiting_read(handouts: list[_Watched], seen: list[str], page: SourceDocument) -> object:
-    # The first page read here waits until a child has taken a batch: the children read for sure.
+def _waiting_read(
+    handouts: list[_Watched], seen: list[str], batch: Sequence[SourceDocument]
+) -> tuple[list[Any], SectionCounts]:
+    # The first batch read here waits until a child has taken one: the children read for sure.
     if not seen:
         assert handouts[0].child_took.wait(60)
-    seen.append(page.path)
-    return read_page(page, prefix="/docs")
+    seen.extend(page.path for page in batch)
+    return read_batch(batch, prefix="/docs")
 
 
 @pytest.mark.usefixtures("small_batches")
@@ -81,10 +107,13 @@ def test_pages_read_by_children_are_the_pages_read_here(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(_page_workers, "_Handout", watched)
     seen: list[str] = []
-    read = read_shared(pages, partial(_waiting_read, handouts, seen), prefix="/docs", children=2)
+    batches = read_shared(pages, partial(_waiting_read, handouts, seen), prefix="/docs", children=2)
     assert handouts[0].child_took.is_set()
     assert 0 < len(seen) < len(pages)  # some pages were read by the children only
+    read, counts = _flat(batches)
     assert read == _serial(pages)
+    assert counts == _counted(pages)
+    assert list(counts.words) == list(_counted(pages).words)  # words in the order written
 
 
 @pytest.mark.usefixtures("small_batches")
@@ -104,11 +133,13 @@ def test_a_failing_child_leaves_its_pages_to_this_process(
     pages = _pages()
     seen: list[str] = []
 
-    def read(page: SourceDocument) -> object:
-        seen.append(page.path)
-        return read_page(page, prefix="/docs")
+    def read(batch: Sequence[SourceDocument]) -> tuple[list[Any], SectionCounts]:
+        seen.extend(page.path for page in batch)
+        return read_batch(batch, prefix="/docs")
 
-    assert read_shared(pages, read, prefix="/docs", children=1) == _serial(pages)
+    read_all, counts = _flat(read_shared(pages, read, prefix="/docs", children=1))
+    assert read_all == _serial(pages)
+    assert counts == _counted(pages)
     assert sorted(seen) == [page.path for page in pages]
 
 
@@ -121,7 +152,7 @@ def test_a_page_that_cannot_be_read_raises_as_it_does_when_read_alone() -> None:
     with pytest.raises(BuildError) as alone:
         _serial(pages)
     with pytest.raises(BuildError) as shared:
-        read_shared(pages, partial(read_page, prefix="/docs"), prefix="/docs", children=2)
+        read_shared(pages, partial(read_batch, prefix="/docs"), prefix="/docs", children=2)
     assert str(shared.value) == str(alone.value)
     assert shared.value.file == alone.value.file == bad.path
 
@@ -136,8 +167,18 @@ def test_a_corpus_read_with_children_keeps_each_pages_reading(
     assert children_for(pages) == 1
     shared = _corpus.MarkdownCorpus.from_documents(pages)
     fresh = _pages()
-    alone = _corpus._documents(fresh, prefix="/docs", children=0)
+    alone, uncounted = _corpus._documents(fresh, prefix="/docs", children=0)
+    assert uncounted is None
     assert shared.documents == alone
+    # What the assistant's term weights and vocabulary count, counted batch by batch as the
+    # pages were read, is what counting every section at once gives.
+    texts = [f"{chunk.title}\n{chunk.text}" for chunk in shared.chunks]
+    for counts in (section_counts(shared), section_counts(_corpus.MarkdownCorpus(alone))):
+        assert counts.sections == len(texts)
+        assert counts.terms == TermWeights.from_texts(texts).frequencies
+        vocabulary = Counter(word for text in texts for word in words(text))
+        assert list(counts.words.items()) == list(vocabulary.items())
+    assert shared._counts is section_counts(shared)
     for page in pages:
         kept = read_markdown_document(page, stem=PurePosixPath(page.path).stem)
         assert page._reading is not None

@@ -22,7 +22,7 @@ import anyio.to_thread
 
 from agentskit_chat._doclinks import page_href
 from agentskit_chat._observers import notify
-from agentskit_chat._terms import content_terms, words
+from agentskit_chat._terms import content_terms
 from agentskit_chat.answers import (
     ArtifactBuild,
     DeterministicAnswerResolver,
@@ -52,6 +52,7 @@ from agentskit_chat.retrieval import (
     guides_first,
     read_docs_folder,
 )
+from agentskit_chat.retrieval._corpus import section_counts
 from agentskit_chat.retrieval._index_cache import IndexNow, StartParts, cached_start
 from agentskit_chat.service import (
     AskService,
@@ -350,11 +351,10 @@ class DocsAssistant:
         )
         if index_now is not None:
             index_now(corpus)  # the start cache writes the search index meanwhile
-        texts = [f"{c.title}\n{c.text}" for c in corpus.chunks]
-        weights = TermWeights.from_texts(texts)
-        # What a misspelled word of a question is corrected to: the words the docs write.
-        vocabulary = Counter(word for text in texts for word in words(text))
-        return corpus, weights, vocabulary
+        # Counted as the pages were read (a large folder: in child processes too); the words
+        # are what a misspelled word of a question is corrected to: the words the docs write.
+        counts = section_counts(corpus)
+        return corpus, TermWeights(counts.terms, counts.sections), counts.words
 
     def _make_index_folder(self) -> None:
         assert self._index_path is not None

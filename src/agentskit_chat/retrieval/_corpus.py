@@ -30,6 +30,7 @@ from agentskit_chat.protocol._text import js_trim, utf16_len
 
 from ._docs_folder import read_docs_folder
 from ._page_workers import children_for, read_shared
+from ._section_counts import SectionCounts, count_sections
 
 __all__ = [
     "CHUNKER_VERSION",
@@ -127,6 +128,8 @@ class MarkdownCorpus:
     href_prefix: str = "/docs"
     root: Path | None = None
     _by_path: dict[str, MarkdownDocument] = field(init=False, repr=False, compare=False)
+    # Counted as the pages were read, when they were read in batches (see section_counts).
+    _counts: SectionCounts | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_path", {d.path: d for d in self.documents})
@@ -166,7 +169,10 @@ class MarkdownCorpus:
         """
         prefix = _checked_prefix(href_prefix)
         pages = sorted(documents, key=lambda page: page.path)
-        return cls(_documents(pages, prefix=prefix, children=children_for(pages)), prefix, root)
+        chunked, counts = _documents(pages, prefix=prefix, children=children_for(pages))
+        corpus = cls(chunked, prefix, root)
+        object.__setattr__(corpus, "_counts", counts)
+        return corpus
 
     @classmethod
     def from_texts(cls, texts: Mapping[str, str], *, href_prefix: str = "/docs") -> MarkdownCorpus:
@@ -517,21 +523,53 @@ def _chunk_id(path: str, slug: str | None, part: int) -> str:
     return f"{folded}{suffix}-{digest}"
 
 
+def section_counts(corpus: MarkdownCorpus) -> SectionCounts:
+    """The term and word counts of the corpus's sections (:mod:`._section_counts`): counted
+    as the pages were read when they were read in batches (a large folder), else now. The
+    counts are the corpus's own: do not change them."""
+    if corpus._counts is not None:
+        return corpus._counts
+    return count_sections(_section_text(chunk) for chunk in corpus.chunks)
+
+
+def _section_text(chunk: MarkdownChunk) -> str:
+    return f"{chunk.title}\n{chunk.text}"
+
+
 def _documents(
     pages: Sequence[SourceDocument], *, prefix: str, children: int
-) -> tuple[MarkdownDocument, ...]:
-    """Every page chunked, in order; read with ``children`` child processes too (a large
-    folder, :mod:`._page_workers`), which gives the very same documents."""
-    read = partial(read_page, prefix=prefix)
-    if children:
-        read_all = read_shared(pages, read, prefix=prefix, children=children)
-    else:
-        read_all = [read(page) for page in pages]
+) -> tuple[tuple[MarkdownDocument, ...], SectionCounts | None]:
+    """Every page chunked, in order; with ``children``, read in batches by child processes
+    too (a large folder, :mod:`._page_workers`), which gives the very same documents, and the
+    sections counted batch by batch."""
+    if not children:
+        return tuple(_document(page, prefix=prefix) for page in pages), None
+    batches = read_shared(
+        pages, partial(read_batch, prefix=prefix), prefix=prefix, children=children
+    )
+    counts = SectionCounts()
+    read_all: list[tuple[MarkdownDocument, PageReading]] = []
+    for read, counted in batches:
+        read_all.extend(read)
+        counts.add(counted)
     documents: list[MarkdownDocument] = []
     for page, (document, reading) in zip(pages, read_all, strict=True):
         keep_reading(page, reading)
         documents.append(document)
-    return tuple(documents)
+    return tuple(documents), counts
+
+
+def read_batch(
+    pages: Sequence[SourceDocument], *, prefix: str
+) -> tuple[list[tuple[MarkdownDocument, PageReading]], SectionCounts]:
+    """:func:`read_page` of each page, and the counts of their sections. Pure.
+
+    Raises:
+        BuildError: a page yields a link that is not safe.
+    """
+    read = [read_page(page, prefix=prefix) for page in pages]
+    texts = (_section_text(chunk) for document, _ in read for chunk in document.chunks)
+    return read, count_sections(texts)
 
 
 def _document(source: SourceDocument, *, prefix: str) -> MarkdownDocument:

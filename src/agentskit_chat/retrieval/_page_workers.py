@@ -48,8 +48,8 @@ _HEADER: Final = struct.Struct("!4sQ")
 _MAX_MESSAGE: Final = 1 << 31
 _CHILD: Final = (
     "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
-    "from agentskit_chat.retrieval._corpus import read_page; "
-    "from agentskit_chat.retrieval._page_workers import serve; serve(read_page)"
+    "from agentskit_chat.retrieval._corpus import read_batch; "
+    "from agentskit_chat.retrieval._page_workers import serve; serve(read_batch)"
 )
 
 
@@ -72,18 +72,19 @@ def _cores() -> int:
 
 def read_shared(
     pages: Sequence[SourceDocument],
-    read: Callable[[SourceDocument], T],
+    read: Callable[[Sequence[SourceDocument]], T],
     *,
     prefix: str,
     children: int,
 ) -> list[T]:
-    """``[read(page) for page in pages]``, read here and by ``children`` child processes.
+    """``read(batch)`` of each batch of ``pages``, in order, read here and by ``children``
+    child processes.
 
-    A child reads a page with :func:`~agentskit_chat.retrieval._corpus.read_page` and
-    ``prefix``: ``read`` must read a page just as that does.
+    A child reads a batch with :func:`~agentskit_chat.retrieval._corpus.read_batch` and
+    ``prefix``: ``read`` must read a batch just as that does.
     """
     batches = _batches(pages)
-    results: list[list[T] | None] = [None] * len(batches)
+    results: list[tuple[T] | None] = [None] * len(batches)
     handout = _Handout(len(batches))
     helpers = [
         threading.Thread(target=_help, args=(batches, results, handout, prefix), daemon=True)
@@ -94,18 +95,17 @@ def read_shared(
     try:
         while (index := handout.take()) is not None:
             try:
-                results[index] = [read(page) for page in batches[index]]
+                results[index] = (read(batches[index]),)
             except Exception:  # read again below, in page order, to raise
                 continue
     finally:
         handout.close()
         for helper in helpers:
             helper.join()
-    read_all: list[T] = []
-    for index, batch in enumerate(batches):
-        done = results[index]
-        read_all.extend(done if done is not None else [read(page) for page in batch])
-    return read_all
+    return [
+        done[0] if done is not None else read(batch)
+        for done, batch in zip(results, batches, strict=True)
+    ]
 
 
 def _batches(pages: Sequence[SourceDocument]) -> list[Sequence[SourceDocument]]:
@@ -143,7 +143,7 @@ class _Handout:
 
 def _help(
     batches: Sequence[Sequence[SourceDocument]],
-    results: list[list[Any] | None],
+    results: list[tuple[Any] | None],
     handout: _Handout,
     prefix: str,
 ) -> None:
@@ -164,7 +164,7 @@ def _help(
         while (index := handout.take()) is not None:
             _send(child.stdin, (prefix, batches[index]))
             read = _receive(child.stdout)
-            if not isinstance(read, list) or len(read) != len(batches[index]):
+            if not isinstance(read, tuple) or len(read) != 1:
                 return
             results[index] = read
     except Exception:  # the child failed: its batch is read by the caller
@@ -198,11 +198,11 @@ def _receive(stream: IO[bytes]) -> Any:
     return pickle.loads(data)  # written by our own child (or parent) process
 
 
-def serve(read_page: Callable[..., object]) -> None:
-    """A child's loop: read each batch of pages sent on stdin with ``read_page`` (the corpus's:
-    ``read_page(page, prefix=prefix)``), write what was read to stdout, until stdin ends. A page
-    that cannot be read ends the child (the parent reads it again)."""
+def serve(read_batch: Callable[..., object]) -> None:
+    """A child's loop: read each batch of pages sent on stdin with ``read_batch`` (the
+    corpus's: ``read_batch(pages, prefix=prefix)``), write what was read to stdout, until stdin
+    ends. A page that cannot be read ends the child (the parent reads its batch again)."""
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while (message := _receive(stdin)) is not None:
         prefix, pages = message
-        _send(stdout, [read_page(page, prefix=prefix) for page in pages])
+        _send(stdout, (read_batch(pages, prefix=prefix),))
