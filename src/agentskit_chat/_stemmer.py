@@ -14,9 +14,10 @@ import importlib
 import importlib.util
 import sys
 import types
+from pathlib import Path
 from typing import Final, Protocol
 
-__all__ = ["Stemmer", "english_stemmer"]
+__all__ = ["Stemmer", "english_stemmer", "source_files"]
 
 #: The private package name the English algorithm's modules are imported under.
 _PACKAGE: Final = "agentskit_chat._snowball"
@@ -54,3 +55,14 @@ def english_stemmer() -> Stemmer:
 
         stemmer: Stemmer = snowballstemmer.stemmer("english")
         return stemmer
+
+
+def source_files(stemmer: Stemmer) -> tuple[Path, ...]:
+    """The files of ``stemmer``'s algorithm and of the helpers it runs on: what its stems are
+    made by (a cache of stems names them in its key)."""
+    module = sys.modules.get(type(stemmer).__module__)
+    where = getattr(module, "__file__", None)
+    if where is None:
+        return ()
+    folder = Path(where).parent
+    return tuple(folder / name for name in ("among.py", "basestemmer.py", Path(where).name))

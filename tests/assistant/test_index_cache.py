@@ -23,7 +23,8 @@ import anyio
 import markdown_it
 import pytest
 
-from agentskit_chat._terms import words
+from agentskit_chat import _terms
+from agentskit_chat._terms import stem, term_set, words
 from agentskit_chat.answers import DocsFolder, _markdown, build_local_knowledge_artifact
 from agentskit_chat.assistant import create_docs_assistant
 from agentskit_chat.errors import BuildError
@@ -497,3 +498,41 @@ async def test_the_assistant_writes_the_index_while_it_builds_the_rest(
     # Written once, in the cache's own thread (started as soon as the pages were chunked).
     assert written == ["agentskit-index"]
     assert _entry(cache).is_file()
+
+
+def test_a_warm_start_stems_no_word_and_knows_each_stem_right(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = read_docs_folder(write_docs(tmp_path / "docs"))
+    _start(folder, cache)[1].close()
+    real = _terms._STEMMER
+    stemmed: list[str] = []
+
+    class Counting:
+        def stemWord(self, word: str) -> str:
+            stemmed.append(word)
+            return real.stemWord(word)
+
+    monkeypatch.setattr(_terms, "_STEMS", {})
+    monkeypatch.setattr(_terms, "_STEMMER", Counting())
+    parts, index = _start(folder, cache)
+    index.close()
+    texts = [f"{chunk.title}\n{chunk.text}" for chunk in parts.corpus.chunks]
+    assert texts
+    known = [term_set(text) for text in texts]
+    assert stemmed == []  # every word of the pages was known from the entry
+    expected = [frozenset(w if w.isdigit() else real.stemWord(w) for w in words(t)) for t in texts]
+    assert known == expected
+
+
+def test_a_tampered_stem_is_never_known(
+    tmp_path: Path, cache: Path, parses: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = read_docs_folder(write_docs(tmp_path / "docs"))
+    _start(folder, cache)[1].close()
+    monkeypatch.setattr(_terms, "_STEMS", {})
+    _tamper(_entry(cache), "stems", lambda v: v.replace(b'"widget":"widget"', b'"widget":"gadget"'))
+    parses.clear()
+    _start(folder, cache)[1].close()
+    assert len(parses) == len(folder.documents)  # the digest failed: built again
+    assert stem("widget") == "widget"

@@ -2,13 +2,14 @@
 
 One cache entry is one SQLite file: the search index of the folder's chunks, and beside it what
 else the start builds from the pages (:class:`StartParts`): the chunks' structure, the
-knowledge artifact's canonical JSON, the term weights and the vocabulary. A start whose pages
-are unchanged reads and hashes them, finds the entry, and parses nothing.
+knowledge artifact's canonical JSON, the term weights, the vocabulary and its words' stems. A
+start whose pages are unchanged reads and hashes them, finds the entry, and parses (and stems)
+nothing.
 
 Each entry is named by a key: the SHA-256 of the formats, the chunking settings, the site id,
-``SOURCE_DATE_EPOCH``, a fingerprint of the code that builds the parts, the version of the
-Markdown parser it uses, and every page's path and content hash. Nothing in an entry is
-trusted as is: the artifact is verified again by the protocol decoder (its content hash
+``SOURCE_DATE_EPOCH``, a fingerprint of the code that builds the parts (the stemmer's too),
+the version of the Markdown parser it uses, and every page's path and content hash. Nothing in
+an entry is trusted as is: the artifact is verified again by the protocol decoder (its content hash
 recomputed), the chunks and the index are checked against the pages' hashes, and an entry
 that fails any check is built again. Any other start builds a
 new file under a temporary name and renames it into place, then removes the folder's older
@@ -37,6 +38,7 @@ from typing import Any, Final
 import markdown_it
 import orjson
 
+from agentskit_chat._terms import know_stems, known_stems, stemmer_files
 from agentskit_chat.answers import ArtifactBuild, ArtifactBuildStats, DocsFolder, LeftOut
 from agentskit_chat.errors import RetrievalError
 from agentskit_chat.protocol import (
@@ -62,14 +64,14 @@ __all__ = [
 #: The environment variable naming the cache folder.
 CACHE_DIR_ENV: Final = "AGENTSKIT_CACHE_DIR"
 #: The layout of the parts kept beside the index; part of every key.
-START_FORMAT: Final = "start-1"
+START_FORMAT: Final = "start-2"
 _PREFIX: Final = "index-"
 _SUFFIX: Final = ".sqlite3"
 #: The package folders (and top-level ``_*.py`` modules) whose code builds the parts: an
 #: edited or upgraded copy of any of them never reads an entry another copy wrote.
 _BUILDERS: Final = ("_*.py", "answers/*.py", "protocol/*.py", "retrieval/*.py", "assistant/*.py")
 #: The parts an entry stores beside the index (and their digest).
-_PARTS: Final = ("corpus", "artifact", "site", "build", "weights", "vocabulary")
+_PARTS: Final = ("corpus", "artifact", "site", "build", "weights", "vocabulary", "stems")
 _CREATE: Final = "CREATE TABLE start (name TEXT PRIMARY KEY, value BLOB NOT NULL)"
 
 #: What :func:`cached_start` gives its ``make``: call it with the corpus once it is chunked,
@@ -116,6 +118,13 @@ def _code_fingerprint() -> str:
                 digest.update(hashlib.sha256(path.read_bytes()).digest())
             except OSError:
                 digest.update(b"?")
+    # The stems kept (and the weights and vocabulary counted by them) are the Snowball code's.
+    for path in stemmer_files():
+        digest.update(path.name.encode() + b"\0")
+        try:
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+        except OSError:
+            digest.update(b"?")
     return digest.hexdigest()
 
 
@@ -250,6 +259,9 @@ def _encoded(parts: StartParts) -> dict[str, bytes]:
             {"sections": parts.weights.sections, "frequencies": dict(parts.weights.frequencies)}
         ),
         "vocabulary": orjson.dumps(dict(parts.vocabulary)),
+        # The words' stems this process knows (all of them when it counted the words itself):
+        # a start from the entry runs the (pure Python) stemmer on none of them.
+        "stems": orjson.dumps(known_stems(parts.vocabulary)),
     }
     return {**values, "digest": _digest(values, corpus)}
 
@@ -391,6 +403,7 @@ def _decoded(
     weights = orjson.loads(stored["weights"])
     frequencies: Counter[str] = Counter(weights["frequencies"])
     vocabulary: Counter[str] = Counter(orjson.loads(stored["vocabulary"]))
+    know_stems(orjson.loads(stored["stems"]))
     return StartParts(corpus, build, TermWeights(frequencies, int(weights["sections"])), vocabulary)
 
 
