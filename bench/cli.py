@@ -2,9 +2,10 @@
 
 Run with ``.venv/bin/python bench/cli.py``. Every figure is the median wall time of
 ``RUNS`` fresh processes (after ``WARMUP`` unmeasured ones, so the files are in the page cache
-and the bytecode is compiled, as after ``make install``), beside the floor measured in the
-same run: ``python -c pass`` with the same interpreter. Processes of the measurements take
-turns, so a busy moment of the machine falls on all of them alike.
+and the bytecode is compiled and written, as after ``make install``, even when the shell sets
+``PYTHONDONTWRITEBYTECODE``), beside the floor measured in the same run: ``python -c pass``
+with the same interpreter. Processes of the measurements take turns, so a busy moment of the
+machine falls on all of them alike.
 
 - ``--version`` and ``--help``: the command line alone (no sub-command's module imported);
 - ``ask`` over the project's ``docs/``: import, read the folder, then answer one question with
@@ -66,7 +67,10 @@ def main() -> None:
 
     cached = tempfile.mkdtemp(prefix="agentskit-bench-cache-")
     base = {**os.environ, "AGENTSKIT_CACHE_DIR": cached}
-    for name in ("AGENTSKIT_MODEL", "AGENTSKIT_AGENT"):
+    # PYTHONDONTWRITEBYTECODE (set in some shells and CI) would have every run compile each
+    # module edited since its bytecode was written: the warm-up rounds write it, as an install
+    # does.
+    for name in ("AGENTSKIT_MODEL", "AGENTSKIT_AGENT", "PYTHONDONTWRITEBYTECODE"):
         base.pop(name, None)
     ask = [str(COMMAND), "ask", QUESTION, "--docs", str(DOCS)]
     cases: dict[str, tuple[list[str], bool]] = {
