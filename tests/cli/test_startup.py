@@ -50,7 +50,8 @@ HEAVY = (
 
 #: What answering a question about a docs folder does not need: the model's agents (no model is
 #: configured), the chat runtime and its schemas, the chat's wire families (turns, sessions,
-#: messages, assistant content), servers, the terminal, YAML (no page has front matter).
+#: messages, assistant content), the other retrievers and the page renderer, servers, the
+#: terminal, YAML (no page has front matter).
 NOT_FOR_ASK = (
     "agentskit_chat.agents",
     "agentskit_chat.answer_commit",
@@ -60,6 +61,12 @@ NOT_FOR_ASK = (
     "agentskit_chat.protocol._message",
     "agentskit_chat.protocol._session",
     "agentskit_chat.protocol._turn",
+    "agentskit_chat.retrieval._adapters",
+    "agentskit_chat.retrieval._federated",
+    "agentskit_chat.retrieval._langchain",
+    "agentskit_chat.retrieval._llamaindex",
+    "agentskit_chat.retrieval._page_html",
+    "agentskit_chat.retrieval._postgres_fts",
     "agentskit_chat.runtime",
     "agentskit_chat.server",
     "agentskit_chat.storage",

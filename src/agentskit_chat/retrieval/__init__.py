@@ -20,7 +20,9 @@ Each implements the :class:`~agentskit_chat.service.Retriever` port. See ``docs/
 
 from __future__ import annotations
 
-from ._adapters import AdapterReport
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._corpus import (
     CHUNKER_VERSION,
     MAX_CHUNK_CHARS,
@@ -33,18 +35,7 @@ from ._corpus import (
     load_markdown_corpus,
 )
 from ._docs_folder import SYMLINK_LEFT_OUT, read_docs_folder, write_artifact_build
-from ._federated import (
-    DEFAULT_RRF_K,
-    FederatedResult,
-    FederatedRetriever,
-    FusedSource,
-    reciprocal_rank_fusion,
-)
-from ._langchain import LangChainRetriever
-from ._llamaindex import LlamaIndexRetriever
-from ._page_html import render_page_html
 from ._page_kinds import about_changes, guides_first, is_change_log
-from ._postgres_fts import DEFAULT_CHUNK_TABLE, PostgresFTSRetriever
 from ._query import query_phrases, query_terms
 from ._relevance import (
     Relevance,
@@ -56,6 +47,51 @@ from ._relevance import (
 )
 from ._results import DEFAULT_TOP_K, MAX_TOP_K, IndexReport, RetrievedChunk
 from ._sqlite_fts import SQLiteFTSRetriever, build_index
+
+if TYPE_CHECKING:
+    from ._adapters import AdapterReport
+    from ._federated import (
+        DEFAULT_RRF_K,
+        FederatedResult,
+        FederatedRetriever,
+        FusedSource,
+        reciprocal_rank_fusion,
+    )
+    from ._langchain import LangChainRetriever
+    from ._llamaindex import LlamaIndexRetriever
+    from ._page_html import render_page_html
+    from ._postgres_fts import DEFAULT_CHUNK_TABLE, PostgresFTSRetriever
+
+#: The names of the retrievers a docs folder's assistant does not use (federation, PostgreSQL,
+#: the LangChain and LlamaIndex adapters) and of the page renderer, imported when first used:
+#: ``agentskit-chat ask`` starts without them.
+_LAZY = {
+    "AdapterReport": "._adapters",
+    "DEFAULT_RRF_K": "._federated",
+    "FederatedResult": "._federated",
+    "FederatedRetriever": "._federated",
+    "FusedSource": "._federated",
+    "reciprocal_rank_fusion": "._federated",
+    "LangChainRetriever": "._langchain",
+    "LlamaIndexRetriever": "._llamaindex",
+    "render_page_html": "._page_html",
+    "DEFAULT_CHUNK_TABLE": "._postgres_fts",
+    "PostgresFTSRetriever": "._postgres_fts",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __all__ = [
     "CHUNKER_VERSION",
