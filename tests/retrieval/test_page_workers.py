@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import threading
+import time
 from collections import Counter
 from collections.abc import Sequence
 from functools import partial
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
@@ -66,54 +66,56 @@ def _counted(pages: Sequence[SourceDocument]) -> SectionCounts:
     return read_batch(pages, prefix="/docs")[1]
 
 
-class _Watched(_page_workers._Handout):
-    """The handout, telling when a helper thread (a child) took a batch."""
-
-    def __init__(self, total: int) -> None:
-        super().__init__(total)
-        self.child_took = threading.Event()
-
-    def take(self) -> int | None:
-        index = super().take()
-        if index is not None and threading.current_thread() is not threading.main_thread():
-            self.child_took.set()
-        return index
-
-
 @pytest.fixture
 def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     """Batches of about one page, so that a small folder makes many."""
     monkeypatch.setattr(_page_workers, "_BATCH_CHARS", 1)
 
 
-def _waiting_read(
-    handouts: list[_Watched], seen: list[str], batch: Sequence[SourceDocument]
-) -> tuple[list[Any], SectionCounts]:
-    # The first batch read here waits until a child has taken one: the children read for sure.
-    if not seen:
-        assert handouts[0].child_took.wait(60)
-    seen.extend(page.path for page in batch)
-    return read_batch(batch, prefix="/docs")
-
-
 @pytest.mark.usefixtures("small_batches")
 def test_pages_read_by_children_are_the_pages_read_here(monkeypatch: pytest.MonkeyPatch) -> None:
     pages = _pages()
-    handouts: list[_Watched] = []
+    folders: list[Path] = []
+    real = _page_workers._read_with
 
-    def watched(total: int) -> _Watched:
-        handouts.append(_Watched(total))
-        return handouts[-1]
+    def watched(batches: Any, read: Any, folder: Path, children: Any) -> Any:
+        folders.append(folder)
+        return real(batches, read, folder, children)
 
-    monkeypatch.setattr(_page_workers, "_Handout", watched)
+    monkeypatch.setattr(_page_workers, "_read_with", watched)
     seen: list[str] = []
-    batches = read_shared(pages, partial(_waiting_read, handouts, seen), prefix="/docs", children=2)
-    assert handouts[0].child_took.is_set()
+
+    def read(batch: Sequence[SourceDocument]) -> tuple[list[Any], SectionCounts]:
+        # The first batch read here waits until a child wrote one: the children read for sure.
+        waited = 0.0
+        while not seen and not list(folders[0].glob("*.result")):
+            assert waited < 60, "no child wrote a batch"
+            time.sleep(0.01)
+            waited += 0.01
+        seen.extend(page.path for page in batch)
+        return read_batch(batch, prefix="/docs")
+
+    batches = read_shared(pages, read, prefix="/docs", children=2)
     assert 0 < len(seen) < len(pages)  # some pages were read by the children only
-    read, counts = _flat(batches)
-    assert read == _serial(pages)
+    read_all, counts = _flat(batches)
+    assert read_all == _serial(pages)
     assert counts == _counted(pages)
     assert list(counts.words) == list(_counted(pages).words)  # words in the order written
+    assert not folders[0].exists()  # the batches and results are gone
+
+
+_CLAIM_ALL = (
+    "import os, sys; "
+    "[os.close(os.open(os.path.join(sys.argv[2], f'{i}.claim'), os.O_CREAT | os.O_WRONLY))"
+    " for i in range(2000)]"
+)
+_GARBAGE = (
+    "import os, sys\n"
+    "for i in reversed(range(2000)):\n"
+    "    try: os.close(os.open(os.path.join(sys.argv[2], f'{i}.claim'), os.O_CREAT | os.O_EXCL))\n"
+    "    except FileExistsError: continue\n"
+    "    open(os.path.join(sys.argv[2], f'{i}.result'), 'wb').write(b'not a pickle')\n"
+)
 
 
 @pytest.mark.usefixtures("small_batches")
@@ -121,10 +123,10 @@ def test_pages_read_by_children_are_the_pages_read_here(monkeypatch: pytest.Monk
     "child",
     [
         "import sys; sys.exit(3)",  # dies at once
-        "import sys; sys.stdout.write('hello ' * 20); sys.stdout.flush(); sys.stdin.read()",
-        "import sys; sys.stdin.buffer.read(4); sys.stdout.buffer.write(b'akc1' + b'\\xff' * 8)",
+        _CLAIM_ALL,  # claims every batch, writes none
+        _GARBAGE,  # writes results that are no pickles
     ],
-    ids=["exits", "writes-text", "writes-a-broken-message"],
+    ids=["exits", "claims-and-dies", "writes-garbage"],
 )
 def test_a_failing_child_leaves_its_pages_to_this_process(
     monkeypatch: pytest.MonkeyPatch, child: str
@@ -134,6 +136,8 @@ def test_a_failing_child_leaves_its_pages_to_this_process(
     seen: list[str] = []
 
     def read(batch: Sequence[SourceDocument]) -> tuple[list[Any], SectionCounts]:
+        if not seen:
+            time.sleep(0.5)  # the child claims batches meanwhile
         seen.extend(page.path for page in batch)
         return read_batch(batch, prefix="/docs")
 

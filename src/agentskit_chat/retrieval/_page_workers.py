@@ -2,18 +2,20 @@
 
 Parsing Markdown is most of a cold start. When a folder holds at least
 :data:`MIN_SHARED_CHARS` characters of Markdown and this process may use more than one core,
-the pages are cut into batches in page order; this process reads batches, and so does each
-child (at most one per other core, at most :data:`MAX_CHILDREN`), taking the next batch when
-it is done with one. A child is a fresh Python (``-c``, with this process's import path): it
-is never forked from this process (which runs threads) and never imports the application's
-``__main__``. No child is started inside a ``multiprocessing`` child (a uvicorn worker: the
-workers share the cores already) or from a frozen application.
+the pages are cut into batches in page order and written to a private temporary folder; this
+process reads batches from the first on, and each child (at most one per other core, at most
+:data:`MAX_CHILDREN`) from the last on, each batch claimed by creating its claim file (only
+one creator succeeds) and a child's result written beside it. No thread, no pipe: nothing here
+waits for the interpreter lock while this process parses. A child is a fresh Python (``-c``,
+with this process's import path): it is never forked from this process (which runs threads)
+and never imports the application's ``__main__``. No child is started inside a
+``multiprocessing`` child (a uvicorn worker: the workers share the cores already) or from a
+frozen application.
 
-The result is the serial one exactly: every page is read by the same pure function, and the
+The result is the serial one exactly: every batch is read by the same pure function, and the
 batches are put back in page order. A child that fails for any reason (it cannot start, it
-exits, a page of its batch raises) costs time only: the batches it did not return are read in
-this process, in order, after the others, so a page that cannot be read raises here what it
-raises when read alone.
+exits, a page of its batch raises) costs time only: a batch it claimed and did not write is
+read here, in order, so a page that cannot be read raises here what it raises when read alone.
 """
 
 from __future__ import annotations
@@ -21,13 +23,15 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import struct
+import shutil
 import subprocess
 import sys
-import threading
+import tempfile
+import time
 from collections.abc import Callable, Sequence
 from multiprocessing import parent_process
-from typing import IO, Any, Final, TypeVar
+from pathlib import Path
+from typing import Final, TypeVar
 
 from agentskit_chat.answers import SourceDocument
 
@@ -42,14 +46,15 @@ MIN_SHARED_CHARS: Final = 2_000_000
 MAX_CHILDREN: Final = 3
 #: Pages are handed out in batches of about this many characters.
 _BATCH_CHARS: Final = 200_000
-#: Each message: this mark, its length, its pickle (a child that writes anything else fails).
-_MARK: Final = b"akc1"
-_HEADER: Final = struct.Struct("!4sQ")
-_MAX_MESSAGE: Final = 1 << 31
+#: How often this process looks for a child's batch it waits for, in seconds.
+_POLL: Final = 0.005
+_PAGES: Final = "pages.pickle"
+#: How long a child waits for the pages, in seconds, before it gives up.
+_PAGES_WAIT: Final = 60.0
 _CHILD: Final = (
     "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
     "from agentskit_chat.retrieval._corpus import read_batch; "
-    "from agentskit_chat.retrieval._page_workers import serve; serve(read_batch)"
+    "from agentskit_chat.retrieval._page_workers import serve; serve(read_batch, sys.argv[2])"
 )
 
 
@@ -84,28 +89,90 @@ def read_shared(
     ``prefix``: ``read`` must read a batch just as that does.
     """
     batches = _batches(pages)
-    results: list[tuple[T] | None] = [None] * len(batches)
-    handout = _Handout(len(batches))
-    helpers = [
-        threading.Thread(target=_help, args=(batches, results, handout, prefix), daemon=True)
-        for _ in range(children)
-    ]
-    for helper in helpers:
-        helper.start()
     try:
-        while (index := handout.take()) is not None:
-            try:
-                results[index] = (read(batches[index]),)
-            except Exception:  # read again below, in page order, to raise
-                continue
+        folder = Path(tempfile.mkdtemp(prefix="agentskit-pages-"))
+    except OSError:  # no temporary folder: read here alone
+        return [read(batch) for batch in batches]
+    started: list[subprocess.Popen[bytes] | None] = []
+    try:
+        started = [_start(folder) for _ in range(children)]
+        # Written while the children start, and renamed into place whole.
+        written = folder / f"{_PAGES}.partial"
+        written.write_bytes(pickle.dumps((prefix, batches), protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(written, folder / _PAGES)
+        return _read_with(batches, read, folder, [child for child in started if child])
     finally:
-        handout.close()
-        for helper in helpers:
-            helper.join()
-    return [
-        done[0] if done is not None else read(batch)
-        for done, batch in zip(results, batches, strict=True)
-    ]
+        for child in started:
+            if child:
+                child.kill()
+                child.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _start(folder: Path) -> subprocess.Popen[bytes] | None:
+    path = json.dumps([entry for entry in sys.path if isinstance(entry, str)])
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-c", _CHILD, path, os.fspath(folder)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    except OSError:
+        return None
+
+
+def _read_with(
+    batches: Sequence[Sequence[SourceDocument]],
+    read: Callable[[Sequence[SourceDocument]], T],
+    folder: Path,
+    children: Sequence[subprocess.Popen[bytes]],
+) -> list[T]:
+    results: dict[int, T] = {}
+    mine: set[int] = set()
+    for index in range(len(batches)):
+        if not _claim(folder, index):
+            break  # the children claim from the last batch on: the rest is theirs
+        mine.add(index)
+        try:
+            results[index] = read(batches[index])
+        except Exception:  # read again below, in page order, to raise
+            continue
+    read_all: list[T] = []
+    for index, batch in enumerate(batches):
+        if index in results:
+            read_all.append(results[index])
+            continue
+        written: tuple[T] | None = None if index in mine else _written(folder, index, children)
+        read_all.append(read(batch) if written is None else written[0])
+    return read_all
+
+
+def _claim(folder: Path, index: int) -> bool:
+    """Whether this process claimed the batch (created its claim file) before any other."""
+    try:
+        os.close(os.open(folder / f"{index}.claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
+def _written(
+    folder: Path, index: int, children: Sequence[subprocess.Popen[bytes]]
+) -> tuple[T] | None:
+    """The batch a child claimed, once written; ``None`` when no child will write it."""
+    result = folder / f"{index}.result"
+    while not result.exists():
+        if all(child.poll() is not None for child in children) and not result.exists():
+            return None  # every child has ended (one of them failed on this batch)
+        time.sleep(_POLL)
+    try:
+        written: object = pickle.loads(result.read_bytes())  # written by our own child
+    except Exception:  # a result that cannot be read: read here
+        return None
+    if isinstance(written, tuple) and len(written) == 1:
+        return written  # read_batch's result, as ``read``'s
+    return None
 
 
 def _batches(pages: Sequence[SourceDocument]) -> list[Sequence[SourceDocument]]:
@@ -121,88 +188,24 @@ def _batches(pages: Sequence[SourceDocument]) -> list[Sequence[SourceDocument]]:
     return batches
 
 
-class _Handout:
-    """The next batch to read, for this process and its helpers alike, until closed."""
-
-    def __init__(self, total: int) -> None:
-        self._lock = threading.Lock()
-        self._next = 0
-        self._total = total
-
-    def take(self) -> int | None:
-        with self._lock:
-            if self._next >= self._total:
-                return None
-            self._next += 1
-            return self._next - 1
-
-    def close(self) -> None:
-        with self._lock:
-            self._next = self._total
-
-
-def _help(
-    batches: Sequence[Sequence[SourceDocument]],
-    results: list[tuple[Any] | None],
-    handout: _Handout,
-    prefix: str,
-) -> None:
-    """One child's helper thread: it hands batches to the child until none is left or the
-    child fails (a batch it took and did not return stays unread, for the caller)."""
-    path = json.dumps([entry for entry in sys.path if isinstance(entry, str)])
-    try:
-        child = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, path],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
-    except OSError:
-        return
-    assert child.stdin is not None and child.stdout is not None  # both are pipes
-    try:
-        while (index := handout.take()) is not None:
-            _send(child.stdin, (prefix, batches[index]))
-            read = _receive(child.stdout)
-            if not isinstance(read, tuple) or len(read) != 1:
-                return
-            results[index] = read
-    except Exception:  # the child failed: its batch is read by the caller
-        return
-    finally:
-        child.kill()
-        child.wait()
-        child.stdin.close()
-        child.stdout.close()
-
-
-def _send(stream: IO[bytes], value: object) -> None:
-    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(_MARK, len(data)))
-    stream.write(data)
-    stream.flush()
-
-
-def _receive(stream: IO[bytes]) -> Any:
-    """The next value written with :func:`_send`; ``None`` at the end of the stream or when
-    what comes is not such a value."""
-    header = stream.read(_HEADER.size)
-    if len(header) < _HEADER.size:
-        return None
-    mark, size = _HEADER.unpack(header)
-    if mark != _MARK or size > _MAX_MESSAGE:
-        return None
-    data = stream.read(size)
-    if len(data) < size:
-        return None
-    return pickle.loads(data)  # written by our own child (or parent) process
-
-
-def serve(read_batch: Callable[..., object]) -> None:
-    """A child's loop: read each batch of pages sent on stdin with ``read_batch`` (the
-    corpus's: ``read_batch(pages, prefix=prefix)``), write what was read to stdout, until stdin
-    ends. A page that cannot be read ends the child (the parent reads its batch again)."""
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    while (message := _receive(stdin)) is not None:
-        prefix, pages = message
-        _send(stdout, (read_batch(pages, prefix=prefix),))
+def serve(read_batch: Callable[..., object], folder: str) -> None:
+    """A child's work: claim batches from the last one on, read each with ``read_batch`` (the
+    corpus's: ``read_batch(pages, prefix=prefix)``) and write the result beside its claim,
+    until a batch is claimed already. A page that cannot be read ends the child (the parent
+    reads its batch again)."""
+    where = Path(folder)
+    pages = where / _PAGES
+    waited = 0.0
+    while not pages.exists():  # the parent writes them while this child starts
+        if waited > _PAGES_WAIT:
+            return
+        time.sleep(_POLL)
+        waited += _POLL
+    prefix, batches = pickle.loads(pages.read_bytes())
+    for index in reversed(range(len(batches))):
+        if not _claim(where, index):
+            continue  # taken by the parent (then all below are) or by another child
+        data = pickle.dumps((read_batch(batches[index], prefix=prefix),), protocol=-1)
+        partial = where / f"{index}.partial-{os.getpid()}"
+        partial.write_bytes(data)
+        os.replace(partial, where / f"{index}.result")
