@@ -50,12 +50,15 @@ HEAVY = (
 
 #: What answering a question about a docs folder does not need: the model's agents (no model is
 #: configured), the chat runtime and its schemas, the chat's wire families (turns, sessions,
-#: messages, assistant content), the other retrievers and the page renderer, servers, the
-#: terminal, YAML (no page has front matter).
+#: messages, assistant content, components) and choice reservations, the other retrievers and
+#: the page renderer, servers, the terminal, YAML (no page has front matter).
 NOT_FOR_ASK = (
     "agentskit_chat.agents",
     "agentskit_chat.answer_commit",
+    "agentskit_chat.answers._adapter",
+    "agentskit_chat.answers._choices",
     "agentskit_chat.components",
+    "agentskit_chat.protocol._component",
     "agentskit_chat.protocol._content",
     "agentskit_chat.protocol._cursor",
     "agentskit_chat.protocol._message",

@@ -17,14 +17,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._choices import (
-    CHOICE_UNAVAILABLE,
-    MAX_CHOICE_SESSIONS,
-    MAX_SESSION_CHOICES,
-    ChoiceReservation,
-    ChoiceReservationStore,
-    ChoiceUnavailable,
-)
 from ._documents import MARKDOWN_SUFFIXES, DocsFolder, SourceDocument, is_markdown_name
 from ._producer import (
     ARTIFACT_FILE_NAME,
@@ -49,24 +41,38 @@ if TYPE_CHECKING:
         FallbackMode,
         create_deterministic_answer_adapter,
     )
+    from ._choices import (
+        CHOICE_UNAVAILABLE,
+        MAX_CHOICE_SESSIONS,
+        MAX_SESSION_CHOICES,
+        ChoiceReservation,
+        ChoiceReservationStore,
+        ChoiceUnavailable,
+    )
 
-#: The adapter's names, imported when first used: it needs the chat runtime, which answering
-#: from a docs folder (``agentskit-chat ask``) does not.
-_LAZY = frozenset(
-    {
-        "ESCALATION_METADATA_KEY",
-        "DecisionObserver",
-        "DeterministicAnswerAdapter",
-        "FallbackMode",
-        "create_deterministic_answer_adapter",
-    }
-)
+#: Names imported when first used: the adapter needs the chat runtime and the choice
+#: reservations the component wire models, which answering from a docs folder
+#: (``agentskit-chat ask``) does not.
+_LAZY = {
+    "ESCALATION_METADATA_KEY": "._adapter",
+    "DecisionObserver": "._adapter",
+    "DeterministicAnswerAdapter": "._adapter",
+    "FallbackMode": "._adapter",
+    "create_deterministic_answer_adapter": "._adapter",
+    "CHOICE_UNAVAILABLE": "._choices",
+    "MAX_CHOICE_SESSIONS": "._choices",
+    "MAX_SESSION_CHOICES": "._choices",
+    "ChoiceReservation": "._choices",
+    "ChoiceReservationStore": "._choices",
+    "ChoiceUnavailable": "._choices",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
+    module = _LAZY.get(name)
+    if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module("._adapter", __name__), name)
+    value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value
 
