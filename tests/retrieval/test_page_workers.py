@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agentskit_chat._terms import words
+from agentskit_chat._terms import known_stems, stem, words
 from agentskit_chat.answers import SourceDocument
 from agentskit_chat.answers._markdown import page_reading, parse_page, read_markdown_document
 from agentskit_chat.errors import BuildError
@@ -183,6 +183,11 @@ def test_a_corpus_read_with_children_keeps_each_pages_reading(
         vocabulary = Counter(word for text in texts for word in words(text))
         assert list(counts.words.items()) == list(vocabulary.items())
     assert shared._counts is section_counts(shared)
+    # The stems of the words the children counted are known here too (the start cache keeps
+    # them): each is the stem this process gives the word.
+    counted = section_counts(shared)
+    assert counted.stems == {word: stem(word) for word in counted.words}
+    assert known_stems(counted.words) == counted.stems
     for page in pages:
         kept = read_markdown_document(page, stem=PurePosixPath(page.path).stem)
         assert page._reading is not None

@@ -21,6 +21,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from agentskit_chat._doclinks import HeadingSlugger, github_slug, page_href
+from agentskit_chat._terms import know_stems
 from agentskit_chat.answers import SourceDocument, is_markdown_name
 from agentskit_chat.answers._markdown import MarkdownDocument as PageReading
 from agentskit_chat.answers._markdown import keep_reading, page_reading, parse_page
@@ -552,6 +553,9 @@ def _documents(
     for read, counted in batches:
         read_all.extend(read)
         counts.add(counted)
+    # The children stemmed their pages' words: this process knows the stems now (the start
+    # cache keeps those of the vocabulary).
+    know_stems(counts.stems)
     documents: list[MarkdownDocument] = []
     for page, (document, reading) in zip(pages, read_all, strict=True):
         keep_reading(page, reading)

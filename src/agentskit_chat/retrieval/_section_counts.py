@@ -27,19 +27,21 @@ class SectionCounts:
     sections: int = 0
     terms: Counter[str] = field(default_factory=Counter)
     words: Counter[str] = field(default_factory=Counter)
+    #: The stem of each word (what a process that did not count them can take as known).
+    stems: dict[str, str] = field(default_factory=dict)
 
     def add(self, other: SectionCounts) -> None:
         """Add ``other``'s counts (of the sections after these: words keep their order)."""
         self.sections += other.sections
         self.terms.update(other.terms)
         self.words.update(other.words)
+        self.stems.update(other.stems)
 
 
 def count_sections(texts: Iterable[str]) -> SectionCounts:
     """The counts of the sections whose texts (title, newline, text) are ``texts``."""
     counts = SectionCounts()
-    terms, written = counts.terms, counts.words
-    stems: dict[str, str] = {}
+    terms, written, stems = counts.terms, counts.words, counts.stems
     for text in texts:
         found = words(text)
         written.update(found)
