@@ -14,21 +14,23 @@ rendered by replacing ``__NAME__``-style placeholders with the project's name, i
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
 import re
-import secrets
 import shutil
 import sys
 from collections.abc import Callable, Mapping
 from contextlib import suppress
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Final, Literal, get_args
+from typing import TYPE_CHECKING, Final, Literal, get_args
 
 from agentskit_chat.errors import AgentsKitChatError
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+# ctypes, secrets and importlib.resources are imported by the functions that use them: every
+# command of the command line imports this module (``init``'s options), few write a project.
 
 __all__ = [
     "TEMPLATES",
@@ -154,6 +156,8 @@ def _agentskit_version() -> str:
 
 
 def _template_root() -> Traversable:
+    from importlib import resources  # noqa: PLC0415 - start-up time
+
     return resources.files("agentskit_chat.cli").joinpath("templates")
 
 
@@ -219,6 +223,8 @@ def _native_noreplace(source: Path, target: Path) -> bool:
     if sys.platform == "win32":  # pragma: no cover - os.rename never replaces there
         os.rename(source, target)
         return True
+    import ctypes  # noqa: PLC0415 - start-up time
+
     libc = ctypes.CDLL(None, use_errno=True)
     old, new = os.fsencode(source), os.fsencode(target)
     if sys.platform.startswith("linux") and hasattr(libc, "renameat2"):
@@ -284,6 +290,8 @@ def _remove_folders(created: list[Path]) -> None:
 
 
 def _staging_folder(parent: Path, name: str) -> Path:
+    import secrets  # noqa: PLC0415 - start-up time
+
     while True:
         staging = parent / f".{name}-{secrets.token_hex(6)}"
         try:
