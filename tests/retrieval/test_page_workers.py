@@ -105,7 +105,7 @@ def test_pages_read_by_children_are_the_pages_read_here(monkeypatch: pytest.Monk
 
 
 _CLAIM_ALL = (
-    "import os, sys; "
+    "import os, sys, time; "
     "[os.close(os.open(os.path.join(sys.argv[2], f'{i}.claim'), os.O_CREAT | os.O_WRONLY))"
     " for i in range(2000)]"
 )
@@ -125,13 +125,15 @@ _GARBAGE = (
         "import sys; sys.exit(3)",  # dies at once
         _CLAIM_ALL,  # claims every batch, writes none
         _GARBAGE,  # writes results that are no pickles
+        _CLAIM_ALL + "; time.sleep(600)",  # claims every batch and never writes one
     ],
-    ids=["exits", "claims-and-dies", "writes-garbage"],
+    ids=["exits", "claims-and-dies", "writes-garbage", "stalls"],
 )
 def test_a_failing_child_leaves_its_pages_to_this_process(
     monkeypatch: pytest.MonkeyPatch, child: str
 ) -> None:
     monkeypatch.setattr(_page_workers, "_CHILD", child)
+    monkeypatch.setattr(_page_workers, "_STALLED", 1.0)
     pages = _pages()
     seen: list[str] = []
 

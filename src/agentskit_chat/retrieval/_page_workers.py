@@ -49,6 +49,9 @@ _BATCH_CHARS: Final = 200_000
 #: How often this process looks for a child's batch it waits for, in seconds.
 _POLL: Final = 0.005
 _PAGES: Final = "pages.pickle"
+#: How long this process waits for a batch a child claimed, in seconds, before it stops the
+#: children and reads the batch itself (a batch takes a child a fraction of a second).
+_STALLED: Final = 30.0
 #: How long a child waits for the pages, in seconds, before it gives up.
 _PAGES_WAIT: Final = 60.0
 _CHILD: Final = (
@@ -160,11 +163,17 @@ def _claim(folder: Path, index: int) -> bool:
 def _written(
     folder: Path, index: int, children: Sequence[subprocess.Popen[bytes]]
 ) -> tuple[T] | None:
-    """The batch a child claimed, once written; ``None`` when no child will write it."""
+    """The batch a child claimed, once written; ``None`` when no child will write it (every
+    child has ended, or none wrote a batch for :data:`_STALLED` seconds: they are stopped)."""
     result = folder / f"{index}.result"
+    since = time.monotonic()
     while not result.exists():
         if all(child.poll() is not None for child in children) and not result.exists():
             return None  # every child has ended (one of them failed on this batch)
+        if time.monotonic() - since > _STALLED:
+            for child in children:
+                child.kill()
+            return None
         time.sleep(_POLL)
     try:
         written: object = pickle.loads(result.read_bytes())  # written by our own child
