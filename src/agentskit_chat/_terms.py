@@ -23,6 +23,7 @@ __all__ = [
     "STOP_WORDS",
     "asks_how_to",
     "by_default",
+    "command_terms",
     "content_terms",
     "corrected",
     "followup_question",
@@ -133,6 +134,20 @@ def content_terms(text: str) -> tuple[str, ...]:
 def term_set(text: str) -> frozenset[str]:
     """Every stemmed word of ``text``, stop words included (what a text can match)."""
     return frozenset(stem(word) for word in words(text))
+
+
+#: A ``#`` comment in code: from a ``#`` at a line's start or after a space to the line's end.
+_CODE_COMMENT: Final = re.compile(r"(?:^|(?<=\s))#.*$", re.MULTILINE)
+
+
+def command_terms(code: str) -> frozenset[str]:
+    """The terms of ``code`` without its ``#`` comments: what a command or a configuration
+    names, not what its comments say about it.
+
+    >>> sorted(command_terms("pip install widget  # then PostgreSQL"))
+    ['instal', 'pip', 'widget']
+    """
+    return term_set(_CODE_COMMENT.sub("", code))
 
 
 def name_terms(text: str) -> frozenset[str]:

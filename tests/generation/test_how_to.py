@@ -33,3 +33,49 @@ def test_a_question_asking_what_is_not_given_the_example_first() -> None:
     answer = compose_answer("Which responses are compressed?", [GZIP], max_chars=420)
     assert answer.startswith("Handles compressed responses")
     assert "Middleware(GZipMiddleware)" not in answer
+
+
+def source(number: int, title: str, excerpt: str) -> GroundedSource:
+    return GroundedSource(id=f"s{number}", title=title, href=f"/docs/p{number}", excerpt=excerpt)
+
+
+# Search put the section showing the command first; the other names every word of the question
+# in one sentence, about fault tests.
+WORKERS = source(
+    1,
+    "Deployment › Many workers",
+    "Each worker of the server shares the PostgreSQL or Redis store.\n\n"
+    "```sh\nagentskit-chat serve docs --workers 4 --store postgresql://app@db/chat\n```\n",
+)
+OUTAGES = source(
+    2,
+    "Fault tests › Store outages",
+    "The fault test runs a real server on each store: SQLite, PostgreSQL and Redis.",
+)
+
+
+def test_a_how_to_answer_leads_with_the_first_source_showing_a_command_of_the_question() -> None:
+    answer = compose_answer("How do I run the server with PostgreSQL?", [WORKERS, OUTAGES])
+    assert answer.startswith("Each worker of the server shares the PostgreSQL or Redis store [1].")
+    assert "--store postgresql://" in answer
+    # The code must hold a name the question writes, not a word any code may hold.
+    plain = compose_answer("How do I run the server with postgresql?", [WORKERS, OUTAGES])
+    assert plain.startswith("The fault test runs a real server")
+    # A question not asking how keeps the sentence that says the most of it first.
+    told = compose_answer(
+        "Which server does the fault test stop on PostgreSQL?", [WORKERS, OUTAGES]
+    )
+    assert told.startswith("The fault test runs a real server")
+
+
+def test_a_how_to_section_left_alone_has_room_for_its_command() -> None:
+    prose = "The server keeps each session in PostgreSQL, " + "turn by turn, " * 34 + "to the end."
+    lone = source(
+        1, "Deployment › Workers", f"{prose}\n\n```sh\nserve --store postgresql://db\n```"
+    )
+    # Good enough to be chosen beside it (it brings "run"), too long to fit beside it.
+    other = source(2, "Guides › Managers", "Run it under " + "the host's process manager, " * 20)
+    answer = compose_answer("How do I run the server with PostgreSQL?", [lone, other])
+    assert "[2]" not in answer
+    # The room kept for the section that did not fit is the command's.
+    assert answer.endswith("```sh\nserve --store postgresql://db\n```")

@@ -21,7 +21,12 @@ is at least half as good), the length budget shared evenly. Otherwise the best s
 first, and a further one only when its title or best unit holds a question term that the chosen
 ones' titles and best units do not, and it scores at least half as well as the first; beside a
 first section shown whole (every block, within its share of the budget), it must bring two
-question terms or more, not one word that would only pad the answer. Each
+question terms or more, not one word that would only pad the answer. A question asking how
+to do something is answered from the first source instead of a best section showing no code,
+when the first source's code holds a name the question writes (``PostgreSQL``) and it scores at
+least half as well: search put the command naming the question's thing first
+(:mod:`agentskit_chat.retrieval._command_lead`), and prose that names every word of the question
+about something else does not outrank it. Scoring and choosing are in :mod:`._sections`. Each
 section shows the passage holding its best unit, and the other passages at least 0.3 as good
 that fit the length budget:
 
@@ -33,7 +38,8 @@ that fit the length budget:
   the block count toward the budget, so a cut block fits rather than being dropped);
 - a code block is shown fenced; when the question asks how to do something ("How do I …?",
   "How to …?", or to install, run, set up, start, deploy or configure something), the
-  section's code comes right after the passage that answers, before other passages.
+  section's code comes right after the passage that answers, before other passages; a
+  section left alone (the others did not fit) gets the whole budget, so its command fits.
 
 Prose leads: the paragraph that answers comes first, followed by ``[n]`` (the source's 1-based
 position); a list, table or code block that answers best keeps the prose around it in the
@@ -44,16 +50,25 @@ question term, the answer is :data:`NO_GROUNDED_ANSWER`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Final
 
-from agentskit_chat._terms import DOING_TERMS, asks_how_to, content_terms, term_set
+from agentskit_chat._terms import DOING_TERMS, asks_how_to, content_terms, name_terms
 from agentskit_chat.protocol import GroundedSource
 
 from ._blocks import Block, parse_blocks
-from ._questions import SAYS_NO, part_terms, question_parts, unit_terms, wanted_terms
+from ._questions import part_terms, question_parts, wanted_terms
+from ._sections import (
+    Section,
+    best_for,
+    choose,
+    command_leads,
+    merged,
+    read_section,
+    scored,
+    second_topics,
+)
 
 __all__ = [
     "NO_GROUNDED_ANSWER",
@@ -74,130 +89,10 @@ _SHORT_PARAGRAPH: Final = 320
 _MAX_CODE_LINES: Final = 40
 #: Beside its best passage, a section shows others at least this good, relative to the best.
 _GROUP_SHARE: Final = 0.3
-#: The search's order counts too: the n-th source's score is divided by 1 + decay × (n - 1).
-_RANK_DECAY: Final = 0.1
-#: Question terms in a section's title count this much of their rarity.
-_TITLE_SHARE: Final = 1.0
-#: A code block's words count this much: identifiers (``status_code``) match question words
-#: by accident far more often than prose does.
-_CODE_SHARE: Final = 0.8
-#: A paragraph of at most this many words without a sentence's end is a label.
-_LABEL_WORDS: Final = 8
-#: A label's words count this much.
-_LABEL_SHARE: Final = 0.5
 #: The share of the length budget the first section may fill when the question has no parts.
 _LEAD_SHARE: Final = 0.7
-#: A further section must be at least this good, relative to the first.
-_FURTHER_SECTION: Final = 0.5
 #: A budget no window reaches: a section shown whole.
 _UNBOUNDED: Final = 1 << 30
-#: Beside a first section shown whole, a further one brings at least this many new terms.
-_SECOND_TOPIC: Final = 2
-
-
-# --- scoring ------------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Section:
-    number: int  # the source's 1-based position: what ``[n]`` cites
-    title: str
-    blocks: list[Block]
-    unit_terms: list[list[frozenset[str]]]
-    title_terms: frozenset[str]
-    scores: list[list[float]] = field(default_factory=list)
-    best: tuple[int, int] = (0, 0)
-    best_score: float = 0.0
-    score: float = 0.0
-    terms: frozenset[str] = frozenset()  # the question terms its title and best unit hold
-
-
-def _section(number: int, source: GroundedSource) -> _Section:
-    blocks = parse_blocks(source.excerpt)
-    held = [[unit_terms(unit) for unit in block.units] for block in blocks]
-    return _Section(number, source.title, blocks, held, term_set(source.title))
-
-
-def _rarity(wanted: Sequence[str], sections: Sequence[_Section]) -> dict[str, float]:
-    units = [terms for section in sections for block in section.unit_terms for terms in block]
-    total = len(units) + 1
-    return {
-        term: math.log(1 + total / (1 + sum(1 for terms in units if term in terms)))
-        for term in wanted
-    }
-
-
-def _share(block: Block, unit: int) -> float:
-    """How much a unit's terms count: less in code, and less in a label (a paragraph of a few
-    words and no sentence: an admonition's or a figure's title), which says what follows
-    without saying anything itself."""
-    if block.kind == "code":
-        return _CODE_SHARE
-    if block.kind == "para" and len(block.units) == 1:
-        text = block.units[0].rstrip()
-        if text and text[-1] not in ".!?:" and len(text.split()) <= _LABEL_WORDS:
-            return _LABEL_SHARE
-    return 1.0
-
-
-def _held(terms: frozenset[str], wanted: Sequence[str], weight: dict[str, float]) -> float:
-    """The summed rarity of the ``wanted`` terms a unit holds; saying no counts only beside a
-    term of the question (a "not" alone answers nothing)."""
-    value = sum(weight[t] for t in wanted if t in terms and t != SAYS_NO)
-    if value and SAYS_NO in terms and SAYS_NO in weight:
-        value += weight[SAYS_NO]
-    return value
-
-
-def _score(section: _Section, wanted: Sequence[str], weight: dict[str, float]) -> None:
-    section.scores = [
-        [
-            _held(terms, wanted, weight) * _share(section.blocks[b], u)
-            for u, terms in enumerate(block)
-        ]
-        for b, block in enumerate(section.unit_terms)
-    ]
-    best = (0, 0)
-    best_score = 0.0
-    for b, block_scores in enumerate(section.scores):
-        for u, value in enumerate(block_scores):
-            if value > best_score:
-                best, best_score = (b, u), value
-    section.best, section.best_score = best, best_score
-    # What the section's answer says: the title and its best unit.
-    held = set(section.title_terms)
-    if best_score > 0:
-        held |= section.unit_terms[best[0]][best[1]]
-    section.terms = frozenset(t for t in wanted if t in held and t != SAYS_NO)
-    in_title = sum(weight[t] for t in wanted if t in section.title_terms)
-    prior = 1 / (1 + _RANK_DECAY * (section.number - 1))
-    section.score = (best_score + _TITLE_SHARE * in_title) * prior if best_score > 0 else 0.0
-
-
-def _scored(parsed: Sequence[_Section], terms: Sequence[str]) -> list[_Section]:
-    """Fresh copies of the parsed sections, scored for ``terms``, best first (those holding
-    none of them left out)."""
-    sections = [replace(section) for section in parsed]
-    weight = _rarity(terms, sections)
-    for section in sections:
-        _score(section, terms, weight)
-    return sorted((s for s in sections if s.best_score > 0), key=lambda s: (-s.score, s.number))
-
-
-def _choose(ranked: Sequence[_Section], limit: int) -> list[_Section]:
-    if not ranked:
-        return []
-    chosen = [ranked[0]]
-    covered = set(ranked[0].terms)
-    for section in ranked[1:]:
-        if len(chosen) == limit:
-            break
-        if section.score < _FURTHER_SECTION * chosen[0].score:
-            break
-        if section.terms - covered:
-            chosen.append(section)
-            covered |= section.terms
-    return chosen
 
 
 # --- windows ------------------------------------------------------------------------------------
@@ -260,7 +155,7 @@ def _render(block: Block, scores: Sequence[float], budget: int) -> str:
     return "\n".join([*head, *_pick(block, scores, keep)])
 
 
-def _groups(section: _Section) -> list[list[int]]:
+def _groups(section: Section) -> list[list[int]]:
     """Blocks that belong together: a sentence ending in ``:`` and the block it introduces."""
     groups: list[list[int]] = []
     index = 0
@@ -277,7 +172,7 @@ def _groups(section: _Section) -> list[list[int]]:
     return groups
 
 
-def _window(section: _Section, budget: int, doing: bool) -> list[str]:
+def _window(section: Section, budget: int, doing: bool) -> list[str]:
     """The blocks of ``section`` that answer, as Markdown parts; the first one is cited.
 
     The group holding the best unit comes first; other groups that hold a question term
@@ -324,14 +219,14 @@ def _window(section: _Section, budget: int, doing: bool) -> list[str]:
     return parts
 
 
-def _whole(section: _Section, budget: int, doing: bool) -> bool:
+def _whole(section: Section, budget: int, doing: bool) -> bool:
     """Whether ``section`` is shown whole within ``budget``: every block of it, uncut."""
     shown = _window(section, _UNBOUNDED, doing)
     title = 1 if shown and shown[0] == _cited(section.title + ":", section.number) else 0
     return len(shown) - title == len(section.blocks) and sum(len(p) + 2 for p in shown) <= budget
 
 
-def _render_group(section: _Section, group: list[int], budget: int) -> list[str]:
+def _render_group(section: Section, group: list[int], budget: int) -> list[str]:
     parts: list[str] = []
     for i in group:
         parts.append(_render(section.blocks[i], section.scores[i], budget - sum(map(len, parts))))
@@ -387,36 +282,39 @@ def compose_cited(
 
 def _composed(
     query: str, sources: Sequence[GroundedSource], *, max_sections: int, max_chars: int
-) -> list[tuple[_Section, int, bool]]:
+) -> list[tuple[Section, int, bool]]:
     """The sections the answer shows, in order, each with its share of the length budget and
     whether to show its code; none when nothing answers."""
     wanted = content_terms(query)
     if not wanted or not sources:
         return []
     wanted = wanted_terms(query, wanted)
-    parsed = _merged(
-        [_section(number, source) for number, source in enumerate(sources, start=1)],
+    parsed = merged(
+        [read_section(number, source) for number, source in enumerate(sources, start=1)],
         [source.href for source in sources],
     )
-    chosen: list[tuple[_Section, bool]] = []  # each with whether to show its code
+    chosen: list[tuple[Section, bool]] = []  # each with whether to show its code
     clauses = part_terms(query) if max_sections > 1 else []
     if len(clauses) > 1:
         # A question with parts: each part is answered by the section that answers it best,
         # and shows code when that part asks how to do something.
         for terms in clauses[:max_sections]:
             taken = {section.number for section, _ in chosen}
-            best = _best_for(_scored(parsed, terms), taken)
+            best = best_for(scored(parsed, terms), taken)
             if best is not None:
                 chosen.append((best, any(term in DOING_TERMS for term in terms)))
     if not chosen:
         doing = asks_how_to(query)
-        chosen = [(section, doing) for section in _choose(_scored(parsed, wanted), max_sections)]
+        ranked = scored(parsed, wanted)
+        if doing:
+            ranked = command_leads(ranked, name_terms(query))
+        chosen = [(section, doing) for section in choose(ranked, max_sections)]
         fair = False
         if len(chosen) > 1 and _whole(chosen[0][0], int(max_chars * _LEAD_SHARE), doing):
-            chosen = _second_topics(chosen)
+            chosen = second_topics(chosen)
     else:
         fair = True
-    shown: list[tuple[_Section, int, bool]] = []
+    shown: list[tuple[Section, int, bool]] = []
     used = 0
     for position, (section, doing) in enumerate(chosen):
         left = max_chars - used
@@ -435,48 +333,11 @@ def _composed(
             continue
         shown.append((section, share, doing))
         used += size
+    if len(shown) == 1 and shown[0][2]:
+        # Left alone, a how-to answer's section gets the whole budget: the room kept for the
+        # sections that did not fit is its command's.
+        shown = [(shown[0][0], max(shown[0][1], max_chars), True)]
     return shown
-
-
-def _second_topics(chosen: list[tuple[_Section, bool]]) -> list[tuple[_Section, bool]]:
-    """``chosen`` when its first section is shown whole: a further section stays only when it
-    brings two question terms or more (a second topic: "… and which origins are allowed?"),
-    not one word beside the answer ("quickly", "minor"), which would only pad it."""
-    covered = {term.lstrip("#") for term in chosen[0][0].terms}
-    kept = chosen[:1]
-    for section, doing in chosen[1:]:
-        new = {term.lstrip("#") for term in section.terms} - covered
-        if len(new) >= _SECOND_TOPIC:
-            kept.append((section, doing))
-            covered |= new
-    return kept
-
-
-def _merged(sections: list[_Section], hrefs: Sequence[str]) -> list[_Section]:
-    """``sections`` with the parts of one long section (sources with one link) joined into
-    the first of them, in their order: a list is not cut from the sentence introducing it."""
-    first: dict[str, _Section] = {}
-    kept: list[_Section] = []
-    for section, href in zip(sections, hrefs, strict=True):
-        earlier = first.get(href)
-        if earlier is None:
-            first[href] = section
-            kept.append(section)
-            continue
-        earlier.blocks = [*earlier.blocks, *section.blocks]
-        earlier.unit_terms = [*earlier.unit_terms, *section.unit_terms]
-    return kept
-
-
-def _best_for(ranked: Sequence[_Section], taken: set[int]) -> _Section | None:
-    """The best of ``ranked`` (scored for one part): one not ``taken`` by an earlier part when
-    it is at least half as good."""
-    if not ranked:
-        return None
-    for section in ranked:
-        if section.number not in taken and section.score >= _FURTHER_SECTION * ranked[0].score:
-            return section
-    return ranked[0]
 
 
 def _unique(parts: Iterable[str]) -> list[str]:

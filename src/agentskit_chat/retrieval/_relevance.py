@@ -54,6 +54,7 @@ from agentskit_chat._terms import (
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import GroundedSource
 
+from ._command_lead import commands_first
 from ._corpus import TITLE_SEPARATOR, MarkdownChunk
 from ._page_kinds import guides_first, set_aside
 from ._results import RetrievedChunk
@@ -221,7 +222,9 @@ class RelevanceRule:
         words (at least two terms, all the question's) and search ranks it well ahead of the
         rest (:func:`heading_leads`): a question that paraphrases a section names its heading. An
         ``overviews`` hit (the link of a landing page's opening, which names every feature in
-        passing) is used only when search ranks it first.
+        passing) is used only when search ranks it first. A how-to question naming a thing
+        gets the relevant hits whose code holds it first, when the best hit shows no code of
+        the question (:func:`~agentskit_chat.retrieval._command_lead.commands_first`).
         """
         return self._select(
             question, hits, weights, relevant=False, site_terms=site_terms, overviews=overviews
@@ -254,11 +257,13 @@ class RelevanceRule:
         ):
             return []
         floor = self.keep_share * self.min_coverage
-        return [
-            hit
+        kept = [
+            (hit, use and verdict.relevant, verdict.coverage)
             for at, (hit, verdict, use) in enumerate(zip(hits, verdicts, usable, strict=True))
             if (use and verdict.coverage >= floor) or (at == 0 and lead)
         ]
+        # A how-to question naming a thing: a command holding it before prose about it.
+        return commands_first(question, terms, names, weights.weight, kept)
 
 
 #: A question whose terms are written by at least this many words ("conda-forge" is one) is
