@@ -210,3 +210,25 @@ def test_how_many_children_help(monkeypatch: pytest.MonkeyPatch) -> None:
     assert children_for(pages) == _page_workers.MAX_CHILDREN
     monkeypatch.setattr("sys.frozen", True, raising=False)
     assert children_for(pages) == 0
+
+
+@pytest.mark.usefixtures("small_batches")
+@pytest.mark.parametrize("failing", ["tempfile.mkdtemp", "os.replace"])
+def test_no_room_for_the_batches_reads_them_here(
+    monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(failing, full)
+    pages = _pages()
+    seen: list[str] = []
+
+    def read(batch: Sequence[SourceDocument]) -> tuple[list[Any], SectionCounts]:
+        seen.extend(page.path for page in batch)
+        return read_batch(batch, prefix="/docs")
+
+    read_all, counts = _flat(read_shared(pages, read, prefix="/docs", children=1))
+    assert read_all == _serial(pages)
+    assert counts == _counted(pages)
+    assert seen == [page.path for page in pages]

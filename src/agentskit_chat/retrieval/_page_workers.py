@@ -101,8 +101,11 @@ def read_shared(
         started = [_start(folder) for _ in range(children)]
         # Written while the children start, and renamed into place whole.
         written = folder / f"{_PAGES}.partial"
-        written.write_bytes(pickle.dumps((prefix, batches), protocol=pickle.HIGHEST_PROTOCOL))
-        os.replace(written, folder / _PAGES)
+        try:
+            written.write_bytes(pickle.dumps((prefix, batches), protocol=pickle.HIGHEST_PROTOCOL))
+            os.replace(written, folder / _PAGES)
+        except OSError:  # a full temporary folder: read here alone
+            return [read(batch) for batch in batches]
         return _read_with(batches, read, folder, [child for child in started if child])
     finally:
         for child in started:
@@ -152,10 +155,11 @@ def _read_with(
 
 
 def _claim(folder: Path, index: int) -> bool:
-    """Whether this process claimed the batch (created its claim file) before any other."""
+    """Whether this process claimed the batch (created its claim file) before any other; not
+    when the file cannot be created (a batch no one claims is read by the parent at the end)."""
     try:
         os.close(os.open(folder / f"{index}.claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:
+    except OSError:
         return False
     return True
 
