@@ -222,9 +222,12 @@ class RelevanceRule:
         words (at least two terms, all the question's) and search ranks it well ahead of the
         rest (:func:`heading_leads`): a question that paraphrases a section names its heading. An
         ``overviews`` hit (the link of a landing page's opening, which names every feature in
-        passing) is used only when search ranks it first. A how-to question naming a thing
-        gets the relevant hits whose code holds it first, when the best hit shows no code of
-        the question (:func:`~agentskit_chat.retrieval._command_lead.commands_first`).
+        passing) is used only when search ranks it first. A relevant hit covering clearly more
+        of the question than the first (:data:`COVERING_MARGIN` times its coverage) comes first,
+        unless the first leads on its heading: search ranks by how often a section writes the
+        question's words, coverage by how many of them it holds. A how-to question naming a
+        thing gets the relevant hits whose code holds it first, when the best hit shows no code
+        of the question (:func:`~agentskit_chat.retrieval._command_lead.commands_first`).
         """
         return self._select(
             question, hits, weights, relevant=False, site_terms=site_terms, overviews=overviews
@@ -239,9 +242,11 @@ class RelevanceRule:
         relevant: bool,
         site_terms: frozenset[str] = frozenset(),
         overviews: frozenset[str] = frozenset(),
+        parts: bool = False,
     ) -> list[RetrievedChunk]:
         """:meth:`select`, or, when the question is known ``relevant`` otherwise (each of its
-        parts is), the hits at least as good as the companions of a relevant one."""
+        parts is), the hits at least as good as the companions of a relevant one. For a
+        question with ``parts``, each part's section leads, not the one covering most."""
         # The question is read once, not once per hit.
         terms = topic_terms(content_terms(question), site_terms)
         names = name_terms(question)
@@ -262,8 +267,28 @@ class RelevanceRule:
             for at, (hit, verdict, use) in enumerate(zip(hits, verdicts, usable, strict=True))
             if (use and verdict.coverage >= floor) or (at == 0 and lead)
         ]
+        if not (parts or lead):
+            kept = covering_first(kept)
         # A how-to question naming a thing: a command holding it before prose about it.
         return commands_first(question, terms, names, weights.weight, kept)
+
+
+#: A relevant hit whose coverage is at least this many times the first hit's comes first.
+COVERING_MARGIN = 1.1
+
+
+def covering_first(
+    kept: list[tuple[RetrievedChunk, bool, float]],
+) -> list[tuple[RetrievedChunk, bool, float]]:
+    """``kept`` (hits with whether each is relevant and its coverage) with the relevant hit
+    covering the most of the question first (the best ranked of equals), when it covers at
+    least :data:`COVERING_MARGIN` times as much as the first."""
+    if len(kept) < 2:
+        return kept
+    best = max(range(len(kept)), key=lambda at: (kept[at][1], kept[at][2], -at))
+    if kept[best][1] and kept[best][2] >= COVERING_MARGIN * kept[0][2] > 0:
+        return [kept[best], *kept[:best], *kept[best + 1 :]]
+    return kept
 
 
 #: A question whose terms are written by at least this many words ("conda-forge" is one) is
@@ -436,6 +461,7 @@ class RelevantRetriever:
             hits,
             self._weights,
             relevant=each_part,
+            parts=True,
             site_terms=self._site_terms,
             overviews=self._overviews,
         )
