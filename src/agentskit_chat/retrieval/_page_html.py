@@ -22,7 +22,7 @@ from markdown_it import MarkdownIt
 from agentskit_chat._doclinks import HeadingSlugger, page_href
 from agentskit_chat.answers import SourceDocument, is_markdown_name
 
-from ._corpus import _inline_text
+from ._page_sections import inline_text
 
 __all__ = ["render_page_html"]
 
@@ -71,7 +71,7 @@ def render_page_html(document: SourceDocument, *, href_prefix: str = "/docs") ->
     dropped = False  # links never nest: the next link_close closes a dropped link
     for index, token in enumerate(tokens):
         if token.type == "heading_open" and index + 1 < len(tokens):
-            token.attrSet("id", slugger.slug(_inline_text(tokens[index + 1])))
+            token.attrSet("id", slugger.slug(inline_text(tokens[index + 1])))
         for child in token.children or ():
             if child.type == "image":
                 # Nothing loads from elsewhere into the page: an image is named, not shown.
