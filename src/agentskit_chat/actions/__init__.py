@@ -12,12 +12,8 @@ from __future__ import annotations
 
 from agentskit_chat.protocol import ConfirmationStatus
 
-from ._confirmation import (
-    DEFAULT_CONFIRMATION_TTL_MS,
-    MAX_CONFIRMATIONS,
-    ActionConfirmation,
-    create_action_confirmation,
-)
+from ._confirmation import MAX_CONFIRMATIONS, ActionConfirmation
+from ._confirmation_factory import DEFAULT_CONFIRMATION_TTL_MS, create_action_confirmation
 from ._policy import (
     CapabilityPolicy,
     PolicyContext,
