@@ -323,14 +323,25 @@ ODD_ROWS = [
 ]
 
 
-@pytest.mark.parametrize("rows", [ODD_ROWS, ODD_ROWS[:1], ODD_ROWS[2:]], ids=["nul", "one", "json"])
+@pytest.mark.parametrize(
+    ("rows", "in_one_statement"),
+    [(ODD_ROWS, False), (ODD_ROWS[:1], True), (ODD_ROWS[3:], True), (ODD_ROWS[2:3], False)],
+    # A literal backslash-u0000 in a text is written row by row too (its JSON holds the
+    # escape's six characters): the quotes, tabs, newlines and wide characters go as JSON.
+    ids=["nul", "one", "json", "literal-escape"],
+)
 def test_rows_written_in_one_statement_come_back_exactly(
-    rows: list[tuple[str, str]],
+    rows: list[tuple[str, str]], in_one_statement: bool
 ) -> None:
     connection = sqlite3.connect(":memory:", isolation_level=None)
     connection.execute("CREATE TABLE t (id TEXT PRIMARY KEY, body TEXT NOT NULL)")
+    statements: list[str] = []
+    connection.set_trace_callback(statements.append)
     _sqlite_fts._insert(connection, "t (id, body)", rows)
     _sqlite_fts._insert(connection, "t (id, body)", [])
+    connection.set_trace_callback(None)
+    assert statements  # the rows were written by some statement
+    assert any("json_each" in statement for statement in statements) is in_one_statement
     stored = connection.execute("SELECT id, body, typeof(body) FROM t ORDER BY rowid").fetchall()
     assert stored == [(key, body, "text") for key, body in rows]
 
