@@ -13,6 +13,7 @@ from typing import Final
 
 from agentskit_chat.protocol import Confirmation
 from agentskit_chat.protocol._json import MAX_SAFE_INTEGER
+from agentskit_chat.protocol._text import base36
 from agentskit_chat.protocol._types import is_safe_id
 
 from ._confirmation import _INVALID_OPTIONS, MAX_CONFIRMATIONS, ActionConfirmation
@@ -29,19 +30,8 @@ __all__ = ["DEFAULT_CONFIRMATION_TTL_MS", "create_action_confirmation"]
 
 #: How long a proposal can be approved, by default (five minutes).
 DEFAULT_CONFIRMATION_TTL_MS: Final = 300_000
-_DIGITS: Final = "0123456789abcdefghijklmnopqrstuvwxyz"
 # Shared by every default id maker in the process, so two confirmations never mint one id.
 _COUNTER: Final = itertools.count(1)
-
-
-def _base36(number: int) -> str:
-    if number <= 0:
-        return "0"
-    digits: list[str] = []
-    while number:
-        number, rest = divmod(number, 36)
-        digits.append(_DIGITS[rest])
-    return "".join(reversed(digits))
 
 
 def _wall_clock_ms() -> int:
@@ -115,7 +105,7 @@ def create_action_confirmation(
     clock = now or _wall_clock_ms
 
     def default_id() -> str:
-        return f"{_base36(next(_COUNTER))}-{_base36(clock())}"
+        return f"{base36(next(_COUNTER))}-{base36(clock())}"
 
     return ActionConfirmation(
         session_id=session_id,

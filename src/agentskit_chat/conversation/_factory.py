@@ -9,6 +9,7 @@ from agentskit_chat.actions import ConfirmationChangeObserver
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import Decoded, SessionSnapshot, decode_session_snapshot
 from agentskit_chat.protocol._json import MAX_SAFE_INTEGER
+from agentskit_chat.protocol._text import base36
 from agentskit_chat.protocol._types import is_safe_id
 from agentskit_chat.runtime import ChatMemory
 
@@ -23,22 +24,11 @@ _INCOMPATIBLE_SNAPSHOT: Final = "Session snapshot is incompatible with this chat
 _INCOMPATIBLE_METADATA: Final = (
     "Session conversation metadata is incompatible with this chat definition."
 )
-_DIGITS: Final = "0123456789abcdefghijklmnopqrstuvwxyz"
 _INVALID_INTERACTION_HANDLER: Final = "Chat interaction handler must be callable."
 
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def _base36(number: int) -> str:
-    if number <= 0:
-        return "0"
-    digits: list[str] = []
-    while number:
-        number, rest = divmod(number, 36)
-        digits.append(_DIGITS[rest])
-    return "".join(reversed(digits))
 
 
 def _revision(definition: ChatDefinition) -> int:
@@ -91,7 +81,7 @@ def create_chat_session(
         session_id = (
             snapshot.session_id
             if snapshot is not None
-            else f"{definition.id}:{_base36(epoch_ms(clock()))}"
+            else f"{definition.id}:{base36(epoch_ms(clock()))}"
         )
     if not is_safe_id(session_id):
         raise ConfigurationError("Chat session identity is invalid.")

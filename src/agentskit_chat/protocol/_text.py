@@ -12,6 +12,7 @@ from ._unicode_case import CASE_IGNORABLE, CASED, LOWER_DELTA
 
 __all__ = [
     "JS_WHITESPACE",
+    "base36",
     "combine_surrogates",
     "js_trim",
     "normalize_knowledge_key",
@@ -28,11 +29,24 @@ JS_WHITESPACE: Final = (
 _WS_RUN: Final = re.compile("[" + re.escape(JS_WHITESPACE) + "]+")
 _LOWER_TABLE: Final = dict(LOWER_DELTA)
 _NEEDS_DELTA: Final = re.compile("[" + "".join(chr(cp) for cp in LOWER_DELTA) + "]")
+_DIGITS36: Final = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
 def js_trim(value: str) -> str:
     """``String.prototype.trim``: strip the JavaScript whitespace set from both ends."""
     return value.strip(JS_WHITESPACE)
+
+
+def base36(number: int) -> str:
+    """``number.toString(36)`` for a positive integer (lower case); ``"0"`` for anything less:
+    how generated ids write a counter or a clock."""
+    if number <= 0:
+        return "0"
+    digits: list[str] = []
+    while number:
+        number, rest = divmod(number, 36)
+        digits.append(_DIGITS36[rest])
+    return "".join(reversed(digits))
 
 
 def utf16_len(value: str) -> int:
