@@ -104,6 +104,19 @@ async def test_and_for_redis_after_a_postgresql_question_answers_about_redis(doc
     assert [c.href for c in second.answer.citations] == ["/docs/serving#serving-with-redis"]
 
 
+async def test_and_for_redis_lands_on_the_command_over_the_project_docs() -> None:
+    manual = Path(__file__).resolve().parents[2] / "docs"
+    first, second = await _turns(
+        manual, ["How do I run the server with PostgreSQL?", "and for Redis?"]
+    )
+    assert isinstance(first, ExactAnswer) and isinstance(second, ExactAnswer)
+    # Both land on the section running the server on the store, not on the extras to install.
+    for reply, url in ((first, "--store postgresql://"), (second, "--store redis://")):
+        assert reply.answer.citations[0].href == "/docs/deployment#many-workers-on-one-machine"
+        assert url in reply.answer.markdown
+    assert "pip install" not in second.answer.markdown
+
+
 async def test_the_same_words_alone_are_not_read_as_a_follow_up(docs: Path) -> None:
     [alone] = await _turns(docs, ["and for Redis?"])
     # Without a previous question there is nothing to continue: the words are searched as they

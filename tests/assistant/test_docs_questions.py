@@ -156,6 +156,8 @@ FIRST_QUESTIONS = [
     ("How do I stop a streaming reply?", "/docs/agents", ("controller.stop()",)),
     ("Can I use PostgreSQL?", None, ("postgresql://",)),
     ("How do I install it?", "/docs/getting-started", ("```", "pip install 'agentskit-chat")),
+    # The command running the server on Redis, not the extras installing its driver.
+    ("How do I run the server with Redis?", "/docs/deployment", ("--store redis://",)),
 ]
 
 

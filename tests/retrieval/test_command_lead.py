@@ -5,8 +5,15 @@ from __future__ import annotations
 import pytest
 
 from agentskit_chat._terms import command_terms
-from agentskit_chat.retrieval import RelevanceRule, RetrievedChunk, TermWeights
-from agentskit_chat.retrieval._command_lead import code_terms
+from agentskit_chat.retrieval import (
+    MarkdownCorpus,
+    RelevanceRule,
+    RelevantRetriever,
+    RetrievedChunk,
+    SQLiteFTSRetriever,
+    TermWeights,
+)
+from agentskit_chat.retrieval._command_lead import CommandSections, code_terms, uses_thing
 
 # Every page runs a server; two name PostgreSQL.
 SECTIONS = [
@@ -86,3 +93,97 @@ def test_other_questions_keep_the_search_order(question: str) -> None:
 def test_a_best_hit_showing_a_command_of_the_question_keeps_its_place() -> None:
     rule = RelevanceRule()
     assert rule.select(QUESTION, [INSTALL, COMMAND], WEIGHTS) == [INSTALL, COMMAND]
+
+
+# --- the command the question asks for: a code line using the thing, doing what is asked -----
+
+
+@pytest.mark.parametrize(
+    ("code", "uses"),
+    [
+        # The thing as an option's value, beside the question's server ("serve" shares its
+        # stem's start).
+        ("serve docs --store redis://cache/0", True),
+        # Installing the thing writes the question's words, and runs nothing.
+        ("pip install 'app[server,redis]'", False),
+        # The thing alone on its line: nothing of what is asked with it.
+        ("client = Redis('redis://cache/0')", False),
+        # The thing only in a comment.
+        ("serve docs  # with Redis", False),
+        # Running is what is asked: a line that runs it is the command.
+        ("app run --server --redis cache", True),
+    ],
+)
+def test_a_code_line_uses_the_thing_for_what_is_asked(code: str, uses: bool) -> None:
+    assert uses_thing(f"```sh\n{code}\n```", {"redi"}, ("run", "server", "redi")) is uses
+    # Prose is no code.
+    assert not uses_thing(code, {"redi"}, ("run", "server", "redi"))
+
+
+# Many sections run the server with Redis in prose; the one command using it is a short
+# section search does not reach.
+REDIS_CORPUS = {
+    "getting-started.md": (
+        "# Getting started\n\n## Installing\n\nInstall the server and Redis extras to run the "
+        "server with Redis:\n\n```sh\npip install 'app[server,redis]'  # server and Redis\n```\n"
+    ),
+    **{
+        f"guide-{n}.md": (
+            f"# Guide {n}\n\n## Running {n}\n\nThe server runs on Redis here too, and the "
+            f"server keeps running while Redis runs: part {n} of the guide to the server.\n"
+        )
+        for n in range(2)
+    },
+    "deployment.md": (
+        "# Deployment\n\n## Many workers\n\nEach worker of the server runs on one store.\n\n"
+        "```sh\napp serve docs --workers 4 --store redis://cache:6379/0\n```\n"
+    ),
+}
+
+
+@pytest.mark.anyio
+async def test_the_command_using_the_thing_leads_even_beyond_the_hits() -> None:
+    corpus = MarkdownCorpus.from_texts(REDIS_CORPUS)
+    weights = TermWeights.from_texts(f"{c.title}\n{c.text}" for c in corpus.chunks)
+    question = "How do I run the server with Redis?"
+    async with SQLiteFTSRetriever(corpus=corpus, top_k=3) as index:
+        found = [hit.href for hit in await index.search(question, 3)]
+        # Search does not reach the deployment section's short command.
+        assert "/docs/deployment#many-workers" not in found
+        assert "/docs/getting-started#installing" in found
+        retriever = RelevantRetriever(index, weights, top_k=3, sections=corpus.chunks)
+        kept = [hit.href for hit in await retriever.relevant(question)]
+        assert kept[0] == "/docs/deployment#many-workers"
+        assert sorted(kept[1:]) == sorted(found)
+        # Asked how to install it: the install line is what is asked, and leads.
+        asked = "How do I install the server with Redis?"
+        installed = [hit.href for hit in await retriever.relevant(asked)]
+        assert installed[0] == "/docs/getting-started#installing"
+        # Not asking how: nothing is looked up beyond the hits.
+        told = [hit.href for hit in await retriever.relevant("What does the server keep in Redis?")]
+        assert told
+        assert "/docs/deployment#many-workers" not in told
+        # Without the corpus's sections, only the hits are looked at: the install line,
+        # whose code holds the thing, leads them.
+        bare = RelevantRetriever(index, weights, top_k=3)
+        alone = [hit.href for hit in await bare.relevant(question)]
+        assert alone[0] == "/docs/getting-started#installing"
+        assert sorted(alone) == sorted(found)
+
+
+def test_a_relevant_hit_using_the_thing_comes_first() -> None:
+    install = hit("install", "Installing", "Run:\n\n```sh\npip install 'app[server,redis]'\n```\n")
+    serve = hit("serve", "Workers", "```sh\napp serve --store redis://cache\n```\n")
+    sections = CommandSections([])
+    asked = (("run", "server", "redi"), frozenset({"redi"}), lambda term: 1.0)
+    question = "How do I run the server with Redis?"
+    assert sections.leading(question, asked, [install, PROSE, serve], lambda _: True) == [
+        serve,
+        install,
+        PROSE,
+    ]
+    # Not relevant: nothing moves.
+    assert sections.leading(question, asked, [install, serve], lambda _: False) == [install, serve]
+    # No name in the question: no thing to run it with.
+    plain = (asked[0], frozenset[str](), asked[2])
+    assert sections.leading(question, plain, [install, serve], lambda _: True) == [install, serve]

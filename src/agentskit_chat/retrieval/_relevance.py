@@ -54,7 +54,7 @@ from agentskit_chat._terms import (
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import GroundedSource
 
-from ._command_lead import commands_first
+from ._command_lead import CommandSections, commands_first
 from ._corpus import TITLE_SEPARATOR, MarkdownChunk
 from ._page_kinds import guides_first, set_aside
 from ._results import RetrievedChunk
@@ -406,7 +406,9 @@ class RelevantRetriever:
         self._vocabulary = vocabulary
         self._site_terms = frozenset(site_terms)
         self._overviews = frozenset(overviews)
-        self._parts = SectionParts(sections)
+        chunks = tuple(sections)
+        self._parts = SectionParts(chunks)
+        self._commands = CommandSections(chunks)
 
     @property
     def rule(self) -> RelevanceRule:
@@ -431,6 +433,15 @@ class RelevantRetriever:
                 self._weights,
                 site_terms=self._site_terms,
                 overviews=self._overviews,
+            )
+            # A how-to question's thing: the command using it leads (see _command_lead).
+            terms = topic_terms(content_terms(question), self._site_terms)
+            names, groups = name_terms(question), term_groups(question, terms)
+            selected = self._commands.leading(
+                question,
+                (terms, names, self._weights.weight),
+                selected,
+                lambda hit: self._rule._judge(terms, names, hit, self._weights, groups).relevant,
             )
             return self._parts.joined(question, set_aside(question, selected), self._site_terms)
         names = name_terms(question)
