@@ -12,7 +12,7 @@ from agentskit_chat.actions import (
     create_action_confirmation,
 )
 from agentskit_chat.actions._confirmation import EXPIRED_REASON
-from agentskit_chat.errors import ConfigurationError, ConfirmationLimitError
+from agentskit_chat.errors import ConfigurationError, ConfirmationLimitError, ToolError
 from agentskit_chat.protocol import Confirmation, ConfirmationStatus
 from tests.actions._support import TOOL, Executor, ScriptedChat, controller
 
@@ -158,3 +158,60 @@ async def test_a_full_confirmation_with_nothing_overdue_still_refuses() -> None:
         await confirmation.propose(name=TOOL, input={"n": "new"})
     assert upstream.denied == []
     assert len(confirmation.get_snapshot()) == MAX_CONFIRMATIONS
+
+
+async def test_a_clock_that_steps_back_never_turns_making_room_into_an_approval() -> None:
+    upstream = ScriptedChat()
+    reads: list[int] = []
+    ids = iter(f"p-{n}" for n in range(MAX_CONFIRMATIONS + 1))
+
+    def clock() -> int:
+        # Each proposal reads the clock at its number; then it reads 1,000 once (p-0 is past
+        # its expiry) and 999 ever after, as a wall clock set back by NTP would.
+        if len(reads) < MAX_CONFIRMATIONS:
+            reads.append(len(reads))
+        elif len(reads) == MAX_CONFIRMATIONS:
+            reads.append(1_000)
+        else:
+            reads.append(999)
+        return reads[-1]
+
+    confirmation = create_action_confirmation(
+        session_id="s", chat=upstream, now=clock, ttl_ms=1_000, create_id=lambda: next(ids)
+    )
+    for n in range(MAX_CONFIRMATIONS):
+        await confirmation.propose(name=TOOL, input={"n": n})
+    await confirmation.propose(name=TOOL, input={"n": "new"})
+    assert upstream.approved == []
+    assert upstream.denied == [("app-p-0", EXPIRED_REASON)]
+    assert confirmation.get_by_tool_call("app-p-0") is None  # expired, then it made room
+
+
+class RefusingUpstream(ScriptedChat):
+    """An upstream that no longer knows the calls it is asked to deny."""
+
+    async def deny(self, tool_call_id: str, reason: str | None = None) -> None:
+        self.denied.append((tool_call_id, reason))
+        raise ToolError("AK_TOOL_NOT_FOUND", "Tool call is not known.")
+
+
+async def test_an_overdue_record_the_upstream_will_not_deny_leaves_the_limit_error() -> None:
+    upstream = RefusingUpstream()
+    clock = [0]
+    ids = iter(f"p-{n}" for n in range(MAX_CONFIRMATIONS + 1))
+    confirmation = create_action_confirmation(
+        session_id="s",
+        chat=upstream,
+        now=lambda: clock[0],
+        ttl_ms=1_000,
+        create_id=lambda: next(ids),
+    )
+    for n in range(MAX_CONFIRMATIONS):
+        clock[0] = n
+        await confirmation.propose(name=TOOL, input={"n": n})
+    clock[0] = 1_000
+    with pytest.raises(ConfirmationLimitError):  # not the old record's ToolError
+        await confirmation.propose(name=TOOL, input={"n": "new"})
+    assert upstream.denied == [("app-p-0", EXPIRED_REASON)]
+    kept = confirmation.get_by_tool_call("app-p-0")
+    assert kept is not None and kept.status == "pending"  # put back, kept

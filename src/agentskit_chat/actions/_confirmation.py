@@ -26,7 +26,12 @@ from typing import Any, Final, Literal, TypeVar
 
 import anyio
 
-from agentskit_chat.errors import ConfirmationLimitError, ConfirmationResolvedElsewhereError
+from agentskit_chat.errors import (
+    ConfirmationLimitError,
+    ConfirmationResolvedElsewhereError,
+    SessionConflictError,
+    ToolError,
+)
 from agentskit_chat.protocol import Confirmation, ConfirmationStatus
 from agentskit_chat.protocol._json import MAX_SAFE_INTEGER
 from agentskit_chat.protocol._types import thaw
@@ -63,7 +68,9 @@ _NOT_STUCK: Final = "Action confirmation is not awaiting reconciliation."
 _NOT_TERMINAL: Final = "Action confirmation reconciliation status is invalid."
 
 T = TypeVar("T")
-_Kind = Literal["approve", "reject"]
+#: ``expire`` settles a pending record past its expiry to make room (see ``propose``): the call
+#: is denied, never approved, whatever the clock reads by then.
+_Kind = Literal["approve", "reject", "expire"]
 
 
 async def _maybe_await(value: T | Awaitable[T]) -> T:
@@ -237,8 +244,13 @@ class ActionConfirmation:
             and record.token not in self._flights
         ][:needed]
         for token in overdue:
-            # Approving a call past its expiry denies it upstream as expired (see ``_run``).
-            await self._decide("approve", token, self._session_id, None)
+            # Another client deciding the record first, or the upstream refusing the denial,
+            # is that record's story, not this proposal's: whether there is room is decided
+            # by what the records then are.
+            with contextlib.suppress(
+                ConfirmationResolvedElsewhereError, SessionConflictError, ToolError
+            ):
+                await self._decide("expire", token, self._session_id, None)
         return bool(overdue)
 
     def _expiry(self) -> int:
@@ -330,7 +342,7 @@ class ActionConfirmation:
             return await self._transition(
                 flight, record, "rejecting", "rejected", lambda: self._chat.deny(call_id, reason)
             )
-        if self._now() >= record.expires_at:
+        if flight.kind == "expire" or self._now() >= record.expires_at:
             return await self._transition(
                 flight,
                 record,
