@@ -79,3 +79,29 @@ def test_a_how_to_section_left_alone_has_room_for_its_command() -> None:
     assert "[2]" not in answer
     # The room kept for the section that did not fit is the command's.
     assert answer.endswith("```sh\nserve --store postgresql://db\n```")
+
+
+# Chosen for its code naming Redis; its best sentence says "store", not Redis.
+BACKENDS = source(
+    1,
+    "Sessions › Backends",
+    "All four backends pass one suite, the Redis one against a real server.\n\n"
+    "```python\nexpiring = RedisStorage('redis://127.0.0.1:6379/0', ttl_seconds=60)\n```\n\n"
+    "Saving must be atomic: a last-write-wins store is unsafe, and a store that overwrites "
+    "loses turns.",
+)
+NOTES = source(
+    2,
+    "Operations › Cluster notes",
+    "Each call touches one key, so the store works with Redis Cluster and any store client.",
+)
+
+
+def test_a_section_led_for_its_command_naming_the_thing_shows_that_command_first() -> None:
+    answer = compose_answer("How do I use Redis as the store?", [BACKENDS, NOTES])
+    # Not the sentence about stores that names no Redis: the code using it comes first.
+    assert answer.startswith("Sessions › Backends [1]:\n\n```python\nexpiring = RedisStorage(")
+    assert answer.index("RedisStorage(") < answer.index("Saving must be atomic")
+    # Not asking how: the sentence that says the most of the question leads.
+    told = compose_answer("Which store works with Redis?", [BACKENDS, NOTES])
+    assert not told.startswith("Sessions › Backends [1]:")

@@ -26,7 +26,9 @@ to do something is answered from the first source instead of a best section show
 when the first source's code holds a name the question writes (``PostgreSQL``) and it scores at
 least half as well: search put the command naming the question's thing first
 (:mod:`agentskit_chat.retrieval._command_lead`), and prose that names every word of the question
-about something else does not outrank it. Scoring and choosing are in :mod:`._sections`. Each
+about something else does not outrank it, and the code naming the thing leads that section's
+part (its other passages after it, in the page's order), not a sentence that does not name the
+thing. Scoring and choosing are in :mod:`._sections`. Each
 section shows the passage holding its best unit, and the other passages at least 0.3 as good
 that fit the length budget:
 
@@ -188,6 +190,12 @@ def _window(section: Section, budget: int, doing: bool) -> list[str]:
 
     ranked = sorted(range(len(groups)), key=lambda g: (-value(groups[g]), g))
     first = ranked[0]
+    named = _naming_code(section, groups, ranked) if doing else None
+    if named is not None:
+        # Asked how to do something with a thing the best passage does not name: the code
+        # naming it leads (the others in the page's order after it).
+        ranked = [named, *(g for g in ranked if g != named)]
+        first = named
     if doing:
         # Asked how to do something: the example comes right after the passage that answers.
         code = [g for g in ranked[1:] if any(section.blocks[i].kind == "code" for i in groups[g])]
@@ -210,13 +218,33 @@ def _window(section: Section, budget: int, doing: bool) -> list[str]:
     # Prose leads: a paragraph that answers comes first; a list, table or code block that
     # answers best keeps the prose around it in the page's order.
     lead_prose = section.blocks[groups[first][0]].kind == "para"
-    order = [first, *sorted(g for g in chosen if g != first)] if lead_prose else sorted(chosen)
+    leads = lead_prose or named is not None
+    order = [first, *sorted(g for g in chosen if g != first)] if leads else sorted(chosen)
     parts = [part for g in order for part in rendered[g]]
     if section.blocks[groups[order[0]][0]].kind == "para":
         parts[0] = _cited(parts[0], section.number)
     else:
         parts.insert(0, title)
     return parts
+
+
+def _naming_code(section: Section, groups: list[list[int]], ranked: list[int]) -> int | None:
+    """The best group of code holding one of ``section.named`` (a how-to question's names),
+    when the best group holds none of them; ``None`` otherwise."""
+
+    def names(group: list[int]) -> bool:
+        return any(terms & section.named for i in group for terms in section.unit_terms[i])
+
+    if not section.named or names(groups[ranked[0]]):
+        return None
+    return next(
+        (
+            g
+            for g in ranked
+            if names(groups[g]) and any(section.blocks[i].kind == "code" for i in groups[g])
+        ),
+        None,
+    )
 
 
 def _whole(section: Section, budget: int, doing: bool) -> bool:

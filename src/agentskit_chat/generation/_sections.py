@@ -63,6 +63,7 @@ class Section:
     best_score: float = 0.0
     score: float = 0.0
     terms: frozenset[str] = frozenset()  # the question terms its title and best unit hold
+    named: frozenset[str] = frozenset()  # a how-to question's names: what its answer leads with
 
 
 def read_section(number: int, source: GroundedSource) -> Section:
@@ -157,7 +158,8 @@ def command_leads(ranked: list[Section], names: Collection[str]) -> list[Section
     """``ranked`` for a how-to question: when the best section shows no code, the first source
     leads instead when its code holds one of the question's ``names`` (``PostgreSQL``: the
     thing to do it with) and it scores at least half as well: search put the command naming
-    the thing first. A word any code may hold ("reply", "stream") moves nothing."""
+    the thing first; its answer then leads with that code (``named``). A word any code may
+    hold ("reply", "stream") moves nothing."""
     if not ranked or any(block.kind == "code" for block in ranked[0].blocks):
         return ranked
     things = set(names) - DOING_TERMS
@@ -167,7 +169,9 @@ def command_leads(ranked: list[Section], names: Collection[str]) -> list[Section
     code = (command_terms(block.units[0]) for block in first.blocks if block.kind == "code")
     if not any(held & things for held in code):
         return ranked
-    return [first, *(section for section in ranked if section is not first)]
+    # Chosen for its code naming the thing: that code leads its answer.
+    led = replace(first, named=frozenset(things))
+    return [led, *(section for section in ranked if section is not first)]
 
 
 def second_topics(chosen: list[tuple[Section, bool]]) -> list[tuple[Section, bool]]:
