@@ -17,12 +17,12 @@ from ._knowledge import Citation
 from ._result import DecodeResult
 from ._text import normalize_knowledge_key, truncate_utf16
 from ._types import (
-    BUILT_ON_FIRST_USE,
     ContentHash,
     SafeId,
     VersionOne,
     WireModel,
     array,
+    first_use_adapter,
     one_of,
     text,
     trimmed,
@@ -181,8 +181,8 @@ AnswerEnvelope = Annotated[
 #: Alias kept for symmetry with the reference's ``AnswerResponse`` type name.
 AnswerResponse = AnswerEnvelope
 
-_ENVELOPE: Final[TypeAdapter[ExactAnswer | ChoicesAnswer | EscalationAnswer]] = TypeAdapter(
-    AnswerEnvelope, config=BUILT_ON_FIRST_USE
+_ENVELOPE: Final[TypeAdapter[ExactAnswer | ChoicesAnswer | EscalationAnswer]] = first_use_adapter(
+    AnswerEnvelope
 )
 
 

@@ -19,7 +19,7 @@ from agentskit_chat.errors import ProtocolError
 from ._decode import validate_model
 from ._json import MAX_JSON_DEPTH, MAX_SAFE_INTEGER
 from ._text import utf16_len
-from ._types import BUILT_ON_FIRST_USE, OptJsBool, StrictWireModel, pattern, text, thaw
+from ._types import OptJsBool, StrictWireModel, first_use_adapter, pattern, text, thaw
 
 __all__ = [
     "ASK_EVENT_MAX_BYTES",
@@ -225,7 +225,7 @@ AskEvent = Annotated[
     AskTextEvent | AskToolEvent | AskDoneEvent | AskErrorEvent, Field(discriminator="type")
 ]
 _EVENT: Final[TypeAdapter[AskTextEvent | AskToolEvent | AskDoneEvent | AskErrorEvent]] = (
-    TypeAdapter(AskEvent, config=BUILT_ON_FIRST_USE)
+    first_use_adapter(AskEvent)
 )
 
 

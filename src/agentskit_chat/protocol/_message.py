@@ -24,7 +24,7 @@ from pydantic import (
 from ._json import js_number
 from ._text import utf16_len
 from ._time import is_message_timestamp
-from ._types import BUILT_ON_FIRST_USE, WireModel, array, number_at_least, one_of, thaw
+from ._types import WireModel, array, first_use_adapter, number_at_least, one_of, thaw
 from ._types import text as text_units
 
 __all__ = [
@@ -354,9 +354,7 @@ def checked_messages(value: Any) -> Any:
 #: The ``messages`` field of a snapshot: limits checked on the raw array, then each record.
 Messages = Annotated[tuple[MessageRecord, ...], BeforeValidator(checked_messages)]
 
-_MESSAGES: Final[TypeAdapter[tuple[MessageRecord, ...]]] = TypeAdapter(
-    Messages, config=BUILT_ON_FIRST_USE
-)
+_MESSAGES: Final[TypeAdapter[tuple[MessageRecord, ...]]] = first_use_adapter(Messages)
 
 
 def validate_message_records(messages: object) -> tuple[MessageRecord, ...] | None:

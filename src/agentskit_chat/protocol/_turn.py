@@ -21,13 +21,13 @@ from ._message import MessageRecord, checked_messages
 from ._result import Decoded, DecodeResult, Diagnostic, Rejected
 from ._text import js_trim
 from ._types import (
-    BUILT_ON_FIRST_USE,
     JsBool,
     NonNegInt,
     SafeId,
     Timestamp,
     VersionOne,
     WireModel,
+    first_use_adapter,
     is_safe_id,
     not_null,
     one_of,
@@ -216,8 +216,8 @@ TurnEvent = Annotated[
     Discriminator(_event_tag),
 ]
 
-_TURN_EVENT: Final[TypeAdapter[SubmitEvent | SnapshotEvent | DiagnosticEvent]] = TypeAdapter(
-    TurnEvent, config=BUILT_ON_FIRST_USE
+_TURN_EVENT: Final[TypeAdapter[SubmitEvent | SnapshotEvent | DiagnosticEvent]] = first_use_adapter(
+    TurnEvent
 )
 
 

@@ -7,6 +7,7 @@ code units; trimming uses the JavaScript whitespace set.
 
 from __future__ import annotations
 
+import importlib
 import math
 import re
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from pydantic import (
     ConfigDict,
     PlainSerializer,
     PlainValidator,
+    TypeAdapter,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -46,6 +48,8 @@ __all__ = [
     "VersionOne",
     "WireModel",
     "array",
+    "build_wire_models",
+    "first_use_adapter",
     "freeze",
     "int_between",
     "is_content_hash",
@@ -67,6 +71,15 @@ CONTENT_HASH_PATTERN: Final = r"^sha256:[a-f0-9]{64}$"
 #: :class:`WireModel`), each builds its validator and serializer when first used, so importing
 #: the protocol does not pay for the schemas a program never validates.
 BUILT_ON_FIRST_USE: Final = ConfigDict(defer_build=True)
+_ADAPTERS: Final[list[TypeAdapter[Any]]] = []
+
+
+def first_use_adapter(annotation: Any) -> TypeAdapter[Any]:
+    """A module-level type adapter for ``annotation`` built on first use (see
+    :data:`BUILT_ON_FIRST_USE`), or by :func:`build_wire_models`."""
+    adapter: TypeAdapter[Any] = TypeAdapter(annotation, config=BUILT_ON_FIRST_USE)
+    _ADAPTERS.append(adapter)
+    return adapter
 
 
 class WireModel(BaseModel):
@@ -330,3 +343,24 @@ JsNumber = Annotated[float, PlainValidator(number_at_least())]
 
 #: Any JSON value carried through verbatim, held read-only, written back as plain JSON.
 FrozenJson = Annotated[Any, AfterValidator(freeze), PlainSerializer(thaw)]
+
+
+def build_wire_models() -> None:
+    """Build every wire model and type adapter of the protocol now, as their first use would.
+
+    For a server, before it takes requests: what a command line saves by building on first use
+    is nothing to a server, and pydantic's deferred build is not safe on several threads in
+    every release (2.11.0 to 2.11.4 could validate a model with its parent's validator).
+    Calling it again costs a walk over the models.
+    """
+    protocol = importlib.import_module("agentskit_chat.protocol")
+    for name in protocol.__all__:
+        getattr(protocol, name)  # every module of the protocol, and so every model, defined
+    pending: list[type[BaseModel]] = [WireModel]
+    while pending:
+        model = pending.pop()
+        pending.extend(model.__subclasses__())
+        if not model.__pydantic_complete__:
+            model.model_rebuild()
+    for adapter in _ADAPTERS:
+        adapter.rebuild()

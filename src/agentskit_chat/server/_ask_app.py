@@ -26,6 +26,7 @@ import anyio.lowlevel
 
 from agentskit_chat.errors import AskServiceError
 from agentskit_chat.protocol import ASK_ERROR_CASES, AskRequest
+from agentskit_chat.protocol._types import build_wire_models
 from agentskit_chat.service import (
     AskResponse,
     AskService,
@@ -262,6 +263,7 @@ def create_ask_service_app(
             generator=ExtractiveGenerator(),
         )
     """
+    build_wire_models()  # a server validates on several threads: nothing is built lazily
     service = AskService(
         resolve_site=resolve_site,
         resolve_subject_id=resolve_subject_id,

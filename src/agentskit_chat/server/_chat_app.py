@@ -41,7 +41,7 @@ from agentskit_chat.conversation import resume_chat_session as _resume
 from agentskit_chat.conversation._factory import check_memory_for
 from agentskit_chat.errors import ChatHandlerError, StorageError
 from agentskit_chat.protocol._json import MAX_SAFE_INTEGER
-from agentskit_chat.protocol._types import is_safe_id
+from agentskit_chat.protocol._types import build_wire_models, is_safe_id
 from agentskit_chat.runtime import ChatController, ChatMemory
 from agentskit_chat.service import Authenticated, AuthResult, RateLimitDecision, Refused
 
@@ -490,6 +490,7 @@ def create_chat_app(
             chat_memory=lambda context, session_id: SQLiteChatMemory("chat.db", session_id),
         )
     """
+    build_wire_models()  # a server validates on several threads: nothing is built lazily
     return ChatApp(
         authenticate=authenticate,
         resolve_definition=resolve_definition,
