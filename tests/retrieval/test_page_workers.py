@@ -232,3 +232,23 @@ def test_no_room_for_the_batches_reads_them_here(
     assert read_all == _serial(pages)
     assert counts == _counted(pages)
     assert seen == [page.path for page in pages]
+
+
+def test_an_interrupt_while_children_start_stops_those_already_started(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    started: list[Any] = []
+    real_start = _page_workers._start
+
+    def start(folder: Path) -> Any:
+        if started:
+            raise KeyboardInterrupt  # Ctrl+C while the second child starts
+        child = real_start(folder)
+        started.append(child)
+        return child
+
+    monkeypatch.setattr(_page_workers, "_start", start)
+    with pytest.raises(KeyboardInterrupt):
+        read_shared(_pages(), partial(read_batch, prefix="/docs"), prefix="/docs", children=2)
+    assert len(started) == 1 and started[0] is not None
+    assert started[0].poll() is not None  # stopped, not left waiting for its pages

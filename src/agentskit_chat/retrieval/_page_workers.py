@@ -98,7 +98,8 @@ def read_shared(
         return [read(batch) for batch in batches]
     started: list[subprocess.Popen[bytes] | None] = []
     try:
-        started = [_start(folder) for _ in range(children)]
+        for _ in range(children):  # one by one: an interrupt stops those already started
+            started.append(_start(folder))
         # Written while the children start, and renamed into place whole.
         written = folder / f"{_PAGES}.partial"
         try:
@@ -204,8 +205,8 @@ def _batches(pages: Sequence[SourceDocument]) -> list[Sequence[SourceDocument]]:
 def serve(read_batch: Callable[..., object], folder: str) -> None:
     """A child's work: claim batches from the last one on, read each with ``read_batch`` (the
     corpus's: ``read_batch(pages, prefix=prefix)``) and write the result beside its claim,
-    until a batch is claimed already. A page that cannot be read ends the child (the parent
-    reads its batch again)."""
+    passing over the batches claimed already. A page that cannot be read ends the child (the
+    parent reads its batch again)."""
     where = Path(folder)
     pages = where / _PAGES
     waited = 0.0
