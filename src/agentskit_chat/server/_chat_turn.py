@@ -62,6 +62,7 @@ class Abort:
         self.listeners: list[Callable[[Reason], None]] = []
 
     def fire(self, reason: Reason) -> None:
+        """Stop the turn for ``reason``; the first reason given is the one kept."""
         if self.reason is not None:
             return
         self.reason = reason
@@ -147,6 +148,7 @@ class Turn:
             self.pump_scope.cancel()
 
     async def run(self) -> None:
+        """Run the turn (a new message, or the operation it asks for) to its end."""
         self.started = True
         try:
             if self._operation is None:
@@ -223,6 +225,8 @@ class Turn:
             raise self._cleanup_error
 
     async def cleanup_quietly(self, *, stop: bool) -> None:
+        """:meth:`cleanup`, with what it raises left out: for a turn being stopped, whose
+        stream reports its end itself."""
         try:
             await self.cleanup(stop=stop)
         except Exception:
