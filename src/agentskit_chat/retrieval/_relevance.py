@@ -179,13 +179,13 @@ class RelevanceRule:
         groups: Sequence[frozenset[str]] = (),
     ) -> Relevance:
         unknown = tuple(term for term in terms if term in names and not weights.occurs(term))
-        coverage = 0.0 if unknown else self._coverage(terms, names, hit, weights)
+        present = term_set(hit.title) | term_set(hit.text)
+        coverage = 0.0 if unknown else self._coverage(terms, names, present, weights)
         relevant = coverage >= self.min_coverage and bool(terms)
         if relevant and len(groups) >= _MIN_GROUPS:
             # A question naming several things is not answered by a section holding only one
             # of them, however rare its words ("publish … to conda-forge" and "Install from
             # conda-forge").
-            present = term_set(hit.title) | term_set(hit.text)
             relevant = sum(1 for group in groups if group & present) >= _MIN_GROUPS
         return Relevance(relevant, coverage, unknown, hit.score)
 
@@ -193,10 +193,9 @@ class RelevanceRule:
         self,
         terms: Sequence[str],
         names: frozenset[str],
-        hit: RetrievedChunk,
+        present: frozenset[str],
         weights: TermWeights,
     ) -> float:
-        present = term_set(hit.title) | term_set(hit.text)
         total = covered = 0.0
         for term in terms:
             weight = weights.weight(term) * (self.name_weight if term in names else 1.0)
