@@ -49,13 +49,24 @@ class SectionParts:
             by_href.setdefault(chunk.href, []).append(chunk)
         # Only long sections, cut into parts, are looked up by section.
         self._parts = {href: tuple(found) for href, found in by_href.items() if len(found) > 1}
-        # The chunk holding each option's table row, by page and option name.
-        self._rows: dict[tuple[str, str], MarkdownChunk] = {}
-        for found in by_href.values():
-            for chunk in found:
-                page = chunk.href.partition("#")[0]
+        # Each page's chunks, section by section: its option rows are found when a question
+        # first needs them (looking through every chunk here was a fifth of a warm start).
+        self._pages: dict[str, list[MarkdownChunk]] = {}
+        for href, found in by_href.items():
+            self._pages.setdefault(href.partition("#")[0], []).extend(found)
+        self._rows: dict[str, dict[str, MarkdownChunk]] = {}
+
+    def _rows_of(self, page: str) -> dict[str, MarkdownChunk]:
+        """The chunk holding each option's table row on ``page``, by option name (the first
+        one, in the page's section order)."""
+        rows = self._rows.get(page)
+        if rows is None:
+            rows = {}
+            for chunk in self._pages.get(page, ()):
                 for name in _ROW_NAME.findall(chunk.text):
-                    self._rows.setdefault((page, name), chunk)
+                    rows.setdefault(name, chunk)
+            self._rows[page] = rows  # the same for every thread that computes it
+        return rows
 
     def joined(
         self, question: str, hits: list[RetrievedChunk], site_terms: Collection[str] = ()
@@ -92,14 +103,17 @@ class SectionParts:
         """``hits``, and when the first one names an option (``url_timeout`` written as code)
         whose row in a table of its page is in another section, and that row holds a question
         term beyond the option's own name, that section right after it."""
-        if not hits or not self._rows:
+        if not hits:
             return hits
         first = hits[0]
         page = first.href.partition("#")[0]
+        options = self._rows_of(page)
+        if not options:
+            return hits
         terms = set(content_terms(question)) - set(site_terms)
         held = {hit.id for hit in hits}
         for name in dict.fromkeys(_CODE_SPAN.findall(first.text)):
-            chunk = self._rows.get((page, name))
+            chunk = options.get(name)
             if chunk is None or chunk.id in held or chunk.href == first.href:
                 continue
             rows = chunk.text.split("\n")
