@@ -24,7 +24,7 @@ from agentskit_chat.assistant import create_docs_assistant
 from agentskit_chat.runtime import ChatMemory, ChatMessage
 from agentskit_chat.server import RateLimits, create_app, create_docs_assistant_app
 from agentskit_chat.server._observe import HTTP_LOGGER, LEASE_LOGGER, STORE_LOGGER, TURN_LOGGER
-from agentskit_chat.storage import ChatStores, open_chat_stores
+from agentskit_chat.storage import ChatStores, SQLiteAskSessionStore, open_chat_stores
 from tests.assistant._support import clock, serve, write_docs
 from tests.server._chat_support import JSON, EchoAdapter, definition, lines, submit
 from tests.server._cut_proxy import cut_proxy
@@ -402,3 +402,40 @@ async def test_the_docs_chat_serves_its_chat_metrics_beside_the_ask_metrics(tmp_
     assert _sample(metrics, "agentskit_chat_turns_finished_total", outcome="completed") == 1
     assert "agentskit_ask_request_duration_milliseconds" in metrics  # one registry for both
     assert "docs-1" not in metrics and "license" not in metrics.lower()
+
+
+async def test_the_docs_assistants_ask_store_failures_are_logged_and_counted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="agentskit_chat")
+    docs = write_docs(tmp_path / "docs")
+    path = tmp_path / "ask.db"
+    store = SQLiteAskSessionStore(path, busy_timeout=0.2)
+    assistant = create_docs_assistant(docs, now=clock, session_store=store)
+    app = create_docs_assistant_app(assistant, rate_limits=None)
+    session_id = f"ask-{uuid.uuid4().hex[:8]}"
+    body = {
+        "protocol": "agentskit.chat.ask",
+        "version": 1,
+        "sessionId": session_id,
+        "messages": [{"role": "user", "content": "Which license is the widget under?"}],
+    }
+    async with store, serve(app) as url, httpx.AsyncClient(base_url=url) as client:
+        first = await client.post("/api/ask", json=body)  # creates the file and its table
+        locker = sqlite3.connect(path, isolation_level=None)
+        try:
+            locker.execute("BEGIN EXCLUSIVE")  # a stuck writer
+            locked = await client.post("/api/ask", json={**body, "sessionId": session_id + "-2"})
+        finally:
+            locker.execute("ROLLBACK")
+            locker.close()
+        metrics = (await client.get("/metrics")).text
+        assert not assistant.watch_session_store(lambda inner: inner)  # open: kept as it is
+    assert first.status_code == 200 and '"type":"done"' in first.text
+    assert '"type":"error"' in locked.text and '"type":"done"' not in locked.text
+    failed = _records(caplog, STORE_LOGGER)
+    assert failed, "the Ask store's failure was not logged"
+    assert {record.operation for record in failed} <= {"ask_session_load", "ask_session_save"}  # type: ignore[attr-defined]
+    assert {record.store for record in failed} == {"sqlite"}  # type: ignore[attr-defined]
+    assert _sample(metrics, "agentskit_chat_store_errors_total", store="sqlite") == len(failed)
+    _assert_private(caplog, session_id, "license", "widget")

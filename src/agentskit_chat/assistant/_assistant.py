@@ -436,6 +436,16 @@ class DocsAssistant:
         """
         self._new_sessions.use(limiter)
 
+    def watch_session_store(self, wrap: Callable[[AskSessionStore], AskSessionStore]) -> bool:
+        """Put the ``session_store`` behind ``wrap(store)`` (a host observing its calls, as the
+        web app does to log and count their failures), when there is one and the assistant
+        is not open yet; whether it did. An open assistant keeps the store it opened with.
+        """
+        if self._store is None or self._state is not None:
+            return False
+        self._store = wrap(self._store)
+        return True
+
     def add_metric_sink(self, sink: MetricSink) -> None:
         """Also send every backend metric of the Ask service to ``sink`` (isolated)."""
         self._metric_sinks.append(sink)

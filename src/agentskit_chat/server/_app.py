@@ -399,6 +399,7 @@ def create_app(
     )
     app.state.chat_site = site
     app.state.edge_limiter = limiter  # the docs assistant's new Ask conversations share it
+    app.state.watch = watch  # and its Ask conversations' store reports here
     app.add_middleware(Guard, gate=gate)
     if hosts is not None:
         rule = HostRule(hosts)

@@ -248,7 +248,9 @@ def create_docs_assistant_app(
         ) from exc
 
     from ._app import ChatSite, create_app  # noqa: PLC0415
+    from ._observe import Watch  # noqa: PLC0415
     from ._target import ChatTargetHolder  # noqa: PLC0415
+    from ._watched_stores import WatchedAskSessions  # noqa: PLC0415
 
     key = assistant.api_key if api_key is None else api_key
     gate = ApiKeyGate(key)
@@ -280,4 +282,7 @@ def create_docs_assistant_app(
     )
     limiter: EdgeLimiter | None = app.state.edge_limiter
     assistant.limit_new_sessions(None if limiter is None else _NewSessionsPerClient(limiter))
+    watch: Watch = app.state.watch
+    # Failed calls of the Ask conversations' store are logged and counted like the chat's.
+    assistant.watch_session_store(lambda store: WatchedAskSessions(store, watch))
     return app

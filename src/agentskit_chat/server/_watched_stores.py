@@ -6,9 +6,10 @@ every store call that fails (on every backend, on every path: loading a session,
 releasing a lease, saving messages) is one ``agentskit_chat.store`` log record and one
 ``agentskit_chat_store_errors_total`` sample, with its operation's name:
 
-``session_load``, ``session_save``, ``memory_load``, ``memory_save``, ``memory_close``, and
-``ping`` (the ``/healthz`` round trip). The calls themselves are unchanged: what they return
-and raise passes through.
+``session_load``, ``session_save``, ``memory_load``, ``memory_save``, ``memory_close``,
+``ask_session_load`` and ``ask_session_save`` (the docs assistant's Ask conversations, see
+:func:`~agentskit_chat.server.create_docs_assistant_app`), and ``ping`` (the ``/healthz``
+round trip). The calls themselves are unchanged: what they return and raise passes through.
 """
 
 from __future__ import annotations
@@ -17,13 +18,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentskit_chat.conversation import SessionStorage
-from agentskit_chat.protocol import SessionSnapshot
+from agentskit_chat.protocol import AskSessionRecord, SessionSnapshot
 from agentskit_chat.runtime import ChatMemory, ChatMessage
-from agentskit_chat.storage import ChatStores
+from agentskit_chat.service import AskSessionStore, SessionKey
+from agentskit_chat.storage import (
+    ChatStores,
+    MemoryAskSessionStore,
+    PostgresAskSessionStore,
+    RedisAskSessionStore,
+    SQLiteAskSessionStore,
+)
 
 from ._observe import Watch
 
-__all__ = ["WatchedMemory", "WatchedSessions", "ping_store"]
+__all__ = ["WatchedAskSessions", "WatchedMemory", "WatchedSessions", "ping_store"]
 
 
 class WatchedSessions:
@@ -78,6 +86,43 @@ class WatchedMemory:
         close = getattr(self._inner, "aclose", None)
         if close is not None:
             await self._watch.call("memory_close", close())
+
+
+class WatchedAskSessions:
+    """An :class:`~agentskit_chat.service.AskSessionStore` whose failures are reported.
+
+    Args:
+        inner: The store of Ask conversations.
+        watch: Where failures go.
+    """
+
+    def __init__(self, inner: AskSessionStore, watch: Watch) -> None:
+        self._inner = inner
+        self._watch = watch
+        self._kind = _ask_store_kind(inner)
+
+    async def load(self, key: SessionKey) -> AskSessionRecord | Mapping[str, Any] | None:
+        """The stored conversation (see the port)."""
+        return await self._watch.call("ask_session_load", self._inner.load(key), store=self._kind)
+
+    async def save(self, key: SessionKey, record: AskSessionRecord, expected_revision: int) -> bool:
+        """Compare-and-set save (see the port)."""
+        saved = self._inner.save(key, record, expected_revision)
+        return await self._watch.call("ask_session_save", saved, store=self._kind)
+
+
+def _ask_store_kind(store: AskSessionStore) -> str:
+    """The ``store`` label of a store's failures: its backend, or ``custom`` for a store of
+    the host's own."""
+    for kind, backend in (
+        (MemoryAskSessionStore, "memory"),
+        (SQLiteAskSessionStore, "sqlite"),
+        (PostgresAskSessionStore, "postgresql"),
+        (RedisAskSessionStore, "redis"),
+    ):
+        if isinstance(store, kind):
+            return backend
+    return "custom"
 
 
 async def ping_store(stores: ChatStores, watch: Watch) -> None:
