@@ -53,7 +53,12 @@ from agentskit_chat.retrieval import (
     read_docs_folder,
 )
 from agentskit_chat.retrieval._corpus import section_counts
-from agentskit_chat.retrieval._index_cache import IndexNow, StartParts, cached_start
+from agentskit_chat.retrieval._index_cache import (
+    IndexNow,
+    StartParts,
+    cached_start,
+    collector_paused,
+)
 from agentskit_chat.service import (
     AskService,
     AskSessionStore,
@@ -316,17 +321,19 @@ class DocsAssistant:
         return PydanticAIGenerator(model)
 
     def _cached_start(self, folder: DocsFolder) -> tuple[StartParts, SQLiteFTSRetriever]:
-        return cached_start(
-            folder,
-            site_id=self.site_id,
-            href_prefix=self._href_prefix,
-            make=lambda index_now: self._make_start(folder, index_now),
-        )
+        with collector_paused():  # millions of objects made, none of them garbage in cycles
+            return cached_start(
+                folder,
+                site_id=self.site_id,
+                href_prefix=self._href_prefix,
+                make=lambda index_now: self._make_start(folder, index_now),
+            )
 
     def _make_start(self, folder: DocsFolder, index_now: IndexNow | None = None) -> StartParts:
         # Each page is parsed once, by the chunker, which keeps what the artifact reads of it.
-        corpus, weights, vocabulary = self._load_corpus(folder, index_now)
-        return StartParts(corpus, self._build_artifact(folder), weights, vocabulary)
+        with collector_paused():
+            corpus, weights, vocabulary = self._load_corpus(folder, index_now)
+            return StartParts(corpus, self._build_artifact(folder), weights, vocabulary)
 
     def _build_artifact(self, folder: DocsFolder) -> ArtifactBuild:
         return build_local_knowledge_artifact(

@@ -20,6 +20,7 @@ read here, in order, so a page that cannot be read raises here what it raises wh
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import pickle
@@ -206,7 +207,12 @@ def serve(read_batch: Callable[..., object], folder: str) -> None:
     """A child's work: claim batches from the last one on, read each with ``read_batch`` (the
     corpus's: ``read_batch(pages, prefix=prefix)``) and write the result beside its claim,
     passing over the batches claimed already. A page that cannot be read ends the child (the
-    parent reads its batch again)."""
+    parent reads its batch again).
+
+    The cyclic garbage collector is off in the child: the batches' objects are freed by
+    reference counting as they go (a fifth of a child's time was spent walking them), and the
+    child ends when the batches are read."""
+    gc.disable()
     where = Path(folder)
     pages = where / _PAGES
     waited = 0.0
