@@ -342,6 +342,8 @@ class _Writer:
         Raises:
             RetrievalError: the cache folder or the file could not be written.
         """
+        # Encoded while the thread may still write the index (SQLite works outside the GIL).
+        encoded = _encoded(parts)
         self._joined()
         try:
             if self._corpus is not parts.corpus:  # started with no corpus, or another one
@@ -356,7 +358,7 @@ class _Writer:
                 connection.execute("BEGIN")
                 connection.execute(_CREATE)
                 connection.executemany(
-                    "INSERT INTO start (name, value) VALUES (?, ?)", _encoded(parts).items()
+                    "INSERT INTO start (name, value) VALUES (?, ?)", encoded.items()
                 )
                 connection.execute("COMMIT")
             finally:
