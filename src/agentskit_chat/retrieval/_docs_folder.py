@@ -74,11 +74,12 @@ def read_docs_folder(docs_dir: str | Path) -> DocsFolder:
         for name in files:
             if not is_markdown_name(name):
                 continue
-            rel = (base / name).relative_to(root).as_posix()
-            if (base / name).is_symlink():
+            path = base / name
+            rel = path.relative_to(root).as_posix()
+            if path.is_symlink():
                 skipped.append(LeftOut("file", rel, name, SYMLINK_LEFT_OUT))
             else:
-                found.append((rel, base / name))
+                found.append((rel, path))
     documents = tuple(_read_page(root, rel, path) for rel, path in sorted(found))
     return DocsFolder(root, documents, tuple(sorted(skipped, key=lambda item: item.file)))
 
