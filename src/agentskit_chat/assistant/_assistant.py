@@ -321,7 +321,7 @@ class DocsAssistant:
         return PydanticAIGenerator(model)
 
     def _cached_start(self, folder: DocsFolder) -> tuple[StartParts, SQLiteFTSRetriever]:
-        with collector_paused():  # millions of objects made, none of them garbage in cycles
+        with collector_paused():  # millions of objects made, few of them garbage in cycles
             return cached_start(
                 folder,
                 site_id=self.site_id,
