@@ -8,6 +8,7 @@ import pytest
 
 from agentskit_chat.actions import (
     MAX_CONFIRMATIONS,
+    ActionConfirmation,
     ConfirmationRecord,
     create_action_confirmation,
 )
@@ -121,8 +122,9 @@ async def test_a_failed_save_keeps_the_record_it_would_have_dropped() -> None:
     assert confirmation.get_by_tool_call("app-new") is None
 
 
-async def test_a_full_confirmation_expires_overdue_pending_records_to_make_room() -> None:
-    upstream = ScriptedChat()
+async def full_of_pending(upstream: ScriptedChat) -> ActionConfirmation:
+    """1,000 pending records ``p-0`` ... ``p-999`` proposed at 0 ms, 1 ms, ... and expiring a
+    second later; the clock then reads 1,000 ms: ``p-0`` alone is past its expiry."""
     clock = [0]
     ids = iter(f"p-{n}" for n in range(MAX_CONFIRMATIONS + 1))
     confirmation = create_action_confirmation(
@@ -133,9 +135,15 @@ async def test_a_full_confirmation_expires_overdue_pending_records_to_make_room(
         create_id=lambda: next(ids),
     )
     for n in range(MAX_CONFIRMATIONS):
-        clock[0] = n  # p-0 expires at 1,000, p-1 at 1,001, ...
+        clock[0] = n
         await confirmation.propose(name=TOOL, input={"n": n})
-    clock[0] = 1_000  # p-0 is past its expiry, every other record is still pending
+    clock[0] = 1_000
+    return confirmation
+
+
+async def test_a_full_confirmation_expires_overdue_pending_records_to_make_room() -> None:
+    upstream = ScriptedChat()
+    confirmation = await full_of_pending(upstream)  # p-0 is past its expiry
     record = await confirmation.propose(name=TOOL, input={"n": "new"})
     held = tokens(confirmation.get_snapshot())
     assert len(held) == MAX_CONFIRMATIONS
@@ -197,19 +205,7 @@ class RefusingUpstream(ScriptedChat):
 
 async def test_an_overdue_record_the_upstream_will_not_deny_leaves_the_limit_error() -> None:
     upstream = RefusingUpstream()
-    clock = [0]
-    ids = iter(f"p-{n}" for n in range(MAX_CONFIRMATIONS + 1))
-    confirmation = create_action_confirmation(
-        session_id="s",
-        chat=upstream,
-        now=lambda: clock[0],
-        ttl_ms=1_000,
-        create_id=lambda: next(ids),
-    )
-    for n in range(MAX_CONFIRMATIONS):
-        clock[0] = n
-        await confirmation.propose(name=TOOL, input={"n": n})
-    clock[0] = 1_000
+    confirmation = await full_of_pending(upstream)
     with pytest.raises(ConfirmationLimitError):  # not the old record's ToolError
         await confirmation.propose(name=TOOL, input={"n": "new"})
     assert upstream.denied == [("app-p-0", EXPIRED_REASON)]
