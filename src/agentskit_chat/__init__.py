@@ -13,8 +13,9 @@ seam in :mod:`agentskit_chat.runtime`; chat definitions, sessions and determinis
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from ._lazy import lazy_attribute as _lazy_attribute
 
 if TYPE_CHECKING:
     from .answer_commit import (
@@ -192,12 +193,7 @@ _LAZY: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+    return _lazy_attribute(__name__, _LAZY, globals(), name)
 
 
 def __dir__() -> list[str]:

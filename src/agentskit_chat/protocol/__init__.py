@@ -7,8 +7,9 @@ pydantic models whose ``to_json()`` writes the reference's exact bytes. See ``do
 
 from __future__ import annotations
 
-import importlib as _importlib
 import typing as _typing
+
+from agentskit_chat._lazy import lazy_attribute as _lazy_attribute
 
 if _typing.TYPE_CHECKING:
     from ._answer import (
@@ -452,12 +453,7 @@ _WHERE: _typing.Final = {
 
 
 def __getattr__(name: str) -> _typing.Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(_importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+    return _lazy_attribute(__name__, _WHERE, globals(), name)
 
 
 def __dir__() -> list[str]:

@@ -20,8 +20,9 @@ Each implements the :class:`~agentskit_chat.service.Retriever` port. See ``docs/
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from agentskit_chat._lazy import lazy_attribute as _lazy_attribute
 
 from ._corpus import (
     CHUNKER_VERSION,
@@ -81,12 +82,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+    return _lazy_attribute(__name__, _LAZY, globals(), name)
 
 
 def __dir__() -> list[str]:
