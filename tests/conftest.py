@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -82,3 +84,14 @@ def postgres_url() -> str:
 def redis_url() -> str:
     """URL of a real Redis server (``scripts/test-services.sh``); never mocked."""
     return _service_url("AGENTSKIT_TEST_REDIS_URL", "Redis")
+
+
+@pytest.fixture
+def collector() -> Iterator[None]:
+    """The cyclic garbage collector left on or off as the test found it, whatever it did."""
+    enabled = gc.isenabled()
+    yield
+    if enabled:
+        gc.enable()
+    else:
+        gc.disable()

@@ -362,18 +362,25 @@ def _make_stamped(folder: DocsFolder) -> StartParts:
     return StartParts(made.corpus, build, made.weights, made.vocabulary)
 
 
+def _built_in_memory(
+    parts: StartParts, index: SQLiteFTSRetriever, folder: DocsFolder, parses: list[int]
+) -> None:
+    """A start that kept nothing on disk: every page parsed once (never twice) and the whole
+    corpus indexed; the index is closed."""
+    try:
+        assert len(parses) == len(folder.documents)
+        assert index.last_report is not None
+        assert index.last_report.chunks == len(parts.corpus.chunks)
+    finally:
+        index.close()
+
+
 def test_an_unwritable_cache_falls_back_to_memory(
     tmp_path: Path, cache: Path, parses: list[int]
 ) -> None:
     folder = read_docs_folder(write_docs(tmp_path / "docs"))
     cache.write_text("a file where the cache folder should be")
-    parts, index = _start(folder, cache)
-    try:
-        assert len(parses) == len(folder.documents)  # made once, never twice
-        assert index.last_report is not None
-        assert index.last_report.chunks == len(parts.corpus.chunks)
-    finally:
-        index.close()
+    _built_in_memory(*_start(folder, cache), folder, parses)
     assert cache.is_file()
     assert os.environ[CACHE_DIR_ENV] == str(cache)
 
@@ -385,13 +392,7 @@ def test_an_unreachable_cache_folder_falls_back_to_memory(
     # A name no file system takes: looking the entry up fails with ENAMETOOLONG, as it
     # fails with EACCES in a folder the user may not search.
     unreachable = tmp_path / ("x" * 300)
-    parts, index = _start(folder, unreachable)
-    try:
-        assert len(parses) == len(folder.documents)
-        assert index.last_report is not None
-        assert index.last_report.chunks == len(parts.corpus.chunks)
-    finally:
-        index.close()
+    _built_in_memory(*_start(folder, unreachable), folder, parses)
 
 
 def test_no_home_folder_falls_back_to_memory(
@@ -407,15 +408,8 @@ def test_no_home_folder_falls_back_to_memory(
     monkeypatch.setattr(pwd, "getpwuid", unknown)  # an account without a passwd entry
     with pytest.raises(RuntimeError):
         _index_cache.cache_root()
-    parts, index = cached_start(
-        folder, site_id="docs", href_prefix="/docs", make=partial(_make, folder)
-    )
-    try:
-        assert len(parses) == len(folder.documents)
-        assert index.last_report is not None
-        assert index.last_report.chunks == len(parts.corpus.chunks)
-    finally:
-        index.close()
+    started = cached_start(folder, site_id="docs", href_prefix="/docs", make=partial(_make, folder))
+    _built_in_memory(*started, folder, parses)
 
 
 def test_other_builder_code_never_reads_an_entry(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,17 +19,6 @@ from ._support import NOW, write_docs
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture
-def collector() -> Iterator[None]:
-    """The collector's state restored after each test, whatever the test did to it."""
-    enabled = gc.isenabled()
-    yield
-    if enabled:
-        gc.enable()
-    else:
-        gc.disable()
 
 
 @pytest.mark.anyio

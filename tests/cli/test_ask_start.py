@@ -8,7 +8,6 @@ from __future__ import annotations
 import gc
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,17 +23,6 @@ QUESTION = "How do I set the cache size?"
 @pytest.fixture
 def docs(tmp_path: Path) -> Path:
     return write_docs(tmp_path / "docs")
-
-
-@pytest.fixture
-def collector() -> Iterator[None]:
-    """Leaves the collector as the test found it."""
-    enabled = gc.isenabled()
-    yield
-    if enabled:
-        gc.enable()
-    else:
-        gc.disable()
 
 
 @pytest.mark.usefixtures("collector")

@@ -8,6 +8,7 @@ from typing import Any
 
 from agentskit_chat.protocol import AskMessage, decode_backend_site_config
 from agentskit_chat.protocol.fixtures import BACKEND_SITE_CONFIG_FIXTURE
+from agentskit_chat.retrieval import MarkdownCorpus, TermWeights
 from agentskit_chat.service import RetrievalRequest
 
 #: The project's own documentation folder (also the docs assistant's demo corpus).
@@ -105,3 +106,8 @@ def request(query: str, **limits: Any) -> RetrievalRequest:
     """A retrieval request for ``query`` on the reference site."""
     message = AskMessage(role="user", content=query)
     return RetrievalRequest(query=query, messages=(message,), site=site(**limits))
+
+
+def chunk_weights(corpus: MarkdownCorpus) -> TermWeights:
+    """The term weights of ``corpus``'s chunks, each counted with its title."""
+    return TermWeights.from_texts(f"{c.title}\n{c.text}" for c in corpus.chunks)

@@ -15,6 +15,8 @@ from agentskit_chat.retrieval import (
 )
 from agentskit_chat.retrieval._command_lead import CommandSections, code_terms, uses_thing
 
+from ._support import chunk_weights
+
 # Every page runs a server; two name PostgreSQL.
 SECTIONS = [
     *(f"Guide › Part {n}\nThe server runs page {n} of the guide." for n in range(8)),
@@ -144,7 +146,7 @@ REDIS_CORPUS = {
 @pytest.mark.anyio
 async def test_the_command_using_the_thing_leads_even_beyond_the_hits() -> None:
     corpus = MarkdownCorpus.from_texts(REDIS_CORPUS)
-    weights = TermWeights.from_texts(f"{c.title}\n{c.text}" for c in corpus.chunks)
+    weights = chunk_weights(corpus)
     question = "How do I run the server with Redis?"
     async with SQLiteFTSRetriever(corpus=corpus, top_k=3) as index:
         found = [hit.href for hit in await index.search(question, 3)]

@@ -21,6 +21,8 @@ from agentskit_chat.retrieval import (
     content_terms,
 )
 
+from ._support import chunk_weights
+
 SECTIONS = [
     "Setup guide › Configuring the cache\nSet cache_size to the number of pages the cache holds.",
     "Setup guide › Installing\nRun the installer to put the widget on your machine.",
@@ -243,7 +245,7 @@ PARTS_CORPUS = {
 @pytest.fixture
 def parts_index() -> Iterator[tuple[SQLiteFTSRetriever, TermWeights]]:
     corpus = MarkdownCorpus.from_texts(PARTS_CORPUS)
-    weights = TermWeights.from_texts(f"{c.title}\n{c.text}" for c in corpus.chunks)
+    weights = chunk_weights(corpus)
     index = SQLiteFTSRetriever(corpus=corpus)
     yield index, weights
     index.close()
@@ -341,7 +343,7 @@ def drill_corpus() -> MarkdownCorpus:
 async def test_a_how_to_question_brings_the_code_part_of_a_long_section(
     drill_corpus: MarkdownCorpus,
 ) -> None:
-    weights = TermWeights.from_texts(f"{c.title}\n{c.text}" for c in drill_corpus.chunks)
+    weights = chunk_weights(drill_corpus)
     parts = [c.id for c in drill_corpus.chunks if c.href == "/docs/operations#the-drill"]
     async with SQLiteFTSRetriever(corpus=drill_corpus, top_k=1) as index:
         # Search finds only the part telling what the drill prints.
@@ -408,7 +410,7 @@ OPTIONS_CORPUS = {
 @pytest.mark.anyio
 async def test_an_option_named_in_the_best_section_brings_its_table_row() -> None:
     corpus = MarkdownCorpus.from_texts(OPTIONS_CORPUS)
-    weights = TermWeights.from_texts(f"{c.title}\n{c.text}" for c in corpus.chunks)
+    weights = chunk_weights(corpus)
     question = "How long may a remote file download wait before giving up?"
     async with SQLiteFTSRetriever(corpus=corpus, top_k=1) as index:
         found = [hit.href for hit in await index.search(question, 1)]
