@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import gc
 import json
 import os
 import re
+import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
@@ -22,8 +24,9 @@ settings.register_profile("agentskit", deadline=None, print_blob=True)
 settings.load_profile("agentskit")
 
 # The docs assistant keeps its search index in a cache folder: the tests (and the servers and
-# commands they start) use one of their own, never the user's.
+# commands they start) use one of their own, never the user's, removed when the run ends.
 os.environ["AGENTSKIT_CACHE_DIR"] = tempfile.mkdtemp(prefix="agentskit-test-cache-")
+atexit.register(shutil.rmtree, os.environ["AGENTSKIT_CACHE_DIR"], ignore_errors=True)
 
 _IDS: dict[str, str] = {}
 for _path in sorted(VECTORS.glob("*.json")):
