@@ -278,10 +278,30 @@ MANY_STORES = source(
             MANY_STORES,
             {"max_answer_chars": 100},
             "The supported stores are [1]:\n\n- Store number 3 keeps item3.\n"
-            "- Store number 7 keeps item7 warm.",
+            "- Store number 7 keeps item7 warm.\n- …",
+        ),
+        (
+            # Over budget, numbered: the "…" item takes the next number.
+            "How do I push the tag to the remote?",
+            source(
+                1,
+                "Release steps:\n\n1. Bump the version in the package metadata.\n"
+                "2. Tag the release with its version.\n3. Push the tag to the remote.\n"
+                "4. Announce the release on the list.\n5. Close the milestone of the release.",
+                "Releasing",
+            ),
+            {"max_answer_chars": 60},
+            "Release steps [1]:\n\n3. Push the tag to the remote.\n4. …",
         ),
     ],
-    ids=["lead-in-matches", "item-matches", "numbered", "no-lead-in", "over-budget"],
+    ids=[
+        "lead-in-matches",
+        "item-matches",
+        "numbered",
+        "no-lead-in",
+        "over-budget",
+        "numbered-over-budget",
+    ],
 )
 def test_a_list_answer_keeps_its_lead_in_and_items(
     query: str, src: GroundedSource, options: dict[str, Any], expected: str
@@ -332,8 +352,8 @@ MANY_PLANS = source(
         (
             "What is the burst of plan4 and plan9?",
             MANY_PLANS,
-            # Room for the title, the header and its rule, and two rows.
-            {"max_answer_chars": 100},
+            # Room for the title, the header and its rule, two rows and the row "…".
+            {"max_answer_chars": 113},
             (
                 "Plans [1]:",
                 "| Plan | Limit | Burst |",
@@ -360,10 +380,12 @@ def test_a_table_answer_stays_a_markdown_table(
     assert rule == "|" + " --- |" * columns
     # Row by row, every line one row: never a flattened line of pipes.
     assert all(line.count("|") == columns + 1 for line in body)
+    if options:
+        # Rows were left out, and the last row says so.
+        assert len(body) < 12
+        assert body.pop() == "| … |" + "  |" * (columns - 1)
     assert set(rows) <= set(body)
     assert body == sorted(body, key=src.excerpt.index)
-    if options:
-        assert len(body) < 12
 
 
 @pytest.mark.parametrize(
@@ -396,13 +418,13 @@ def test_a_cut_table_counts_its_title_and_header_so_a_second_section_still_fits(
         "Compatibility matrix",
     )
     question = "How do I install the widget, and which Ink version does the terminal need?"
-    answer = compose(question, install, matrix, max_answer_chars=160)
-    assert len(answer) <= 160
+    answer = compose(question, install, matrix, max_answer_chars=170)
+    assert len(answer) <= 170
     assert answer.split("\n\n") == [
         "Install the widget with the installer [1]:",
         "```\npip install widget\n```",
         "Compatibility matrix [2]:",
-        "| Renderer | Needs |\n| --- | --- |\n| Terminal | Ink 7.1+ |",
+        "| Renderer | Needs |\n| --- | --- |\n| Terminal | Ink 7.1+ |\n| … |  |",
     ]
 
 

@@ -146,15 +146,36 @@ def _render(block: Block, scores: Sequence[float], budget: int) -> str:
             picked.append(best + 1)
         return " ".join(block.units[i] for i in picked)
     head: list[str] = []
+    more = "- …"
     if block.kind == "table" and block.header:
         columns = len(block.header.strip().strip("|").split("|"))
         head = [block.header, "|" + " --- |" * columns]
-    # The header and its rule take room too; the least matching rows make way.
+        more = "| … |" + "  |" * (columns - 1)
+    # The header and its rule take room too; the least matching rows make way, and a last
+    # row "…" says some did: "three templates" over two rows would mislead.
     room = budget - sum(len(line) + 1 for line in head)
     keep = len(block.units)
-    while keep > 1 and sum(len(u) + 1 for u in _pick(block, scores, keep)) > room:
-        keep -= 1
-    return "\n".join([*head, *_pick(block, scores, keep)])
+    if sum(len(u) + 1 for u in block.units) > room:
+        room -= len(more) + 1
+        while keep > 1 and sum(len(u) + 1 for u in _pick(block, scores, keep)) > room:
+            keep -= 1
+    shown = _pick(block, scores, keep)
+    if keep < len(block.units):
+        shown.append(_marked(more, shown[-1]))
+    return "\n".join([*head, *shown])
+
+
+def _marked(more: str, last: str) -> str:
+    """The "…" row after ``last``, the last row or item shown: a list item with ``last``'s
+    indent and marker kind (a bullet, or the number after ``last``'s)."""
+    if not more.startswith("-"):
+        return more
+    body = last.lstrip(" ")
+    indent = last[: len(last) - len(body)]
+    number, dot, _ = body.partition(". ")
+    if dot and number.isdigit():
+        return f"{indent}{int(number) + 1}. …"
+    return f"{indent}{body[:1] or '-'} …"
 
 
 def _groups(section: Section) -> list[list[int]]:
