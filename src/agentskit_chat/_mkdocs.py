@@ -8,6 +8,8 @@ documents this very syntax shows it in code blocks, and those stay as written):
 - admonitions and collapsible blocks (``!!! note "Title"``, ``??? tip``, ``???+``) and
   content tabs (``=== "macOS"``): the title becomes a paragraph and the indented body is
   un-indented, so its paragraphs, lists and code read as the page's own;
+- alerts, the GitHub and Obsidian form of an admonition (``> [!tip]``, ``> [!new] New in
+  12.0``, ``> [!note]-``): the title, or the kind ("Tip"), becomes the quote's first paragraph;
 - PyMdown blocks (``/// warning | Title`` … ``///``, any number of slashes, options lines
   after the header dropped): the title of an admonition, details or tab block becomes a
   paragraph, the body is kept; an ``html`` block keeps only its body;
@@ -43,6 +45,9 @@ _BLOCK: Final = re.compile(
     r"[ \t]*$"
 )
 _BLOCK_OPTION: Final = re.compile(r"^[ \t]+[\w-]+:")
+_ALERT: Final = re.compile(
+    r"^(?P<quote>[ \t]*(?:>[ \t]?)+)\[!(?P<kind>[\w-]+)\][+-]?(?:[ \t]+(?P<title>\S.*?))?[ \t]*$"
+)
 _SNIPPET: Final = re.compile(r"^[ \t]*;?-{1,2}8<-{1,2}(?P<file>[ \t]+\S.*)?[ \t]*$")
 _CODE_INCLUDE: Final = re.compile(r"^[ \t]*\{\*.*\*\}[ \t]*$")
 _MKDOCSTRINGS: Final = re.compile(r"^(?P<indent>[ \t]*):::[ \t]+\S")
@@ -241,6 +246,13 @@ def _render(lines: Sequence[str]) -> Iterator[str]:
         if _MKDOCSTRINGS.match(line) is not None:  # an API reference directive and its options
             index = _indented_body(lines, index + 1, _indent(line))
             continue
+        alert = _ALERT.match(line)
+        if alert is not None:  # "> [!tip]": the title (or the kind) as the quote's paragraph
+            quote = alert.group("quote")
+            yield quote + (_title(alert.group("title")) or alert.group("kind").capitalize())
+            yield quote.rstrip()
+            index += 1
+            continue
         if _CODE_INCLUDE.match(line) or _DEFINITION.match(line) or _ATTRS_LINE.match(line):
             index += 1
             continue
@@ -257,7 +269,7 @@ def plain_markdown(markdown: str) -> str:
 _LEFTOVER: Final = re.compile(
     r"^[ \t]*(?:!!!|\?\?\?|===[ \t]+[\"']|/{3,}|;?--8<--|:::[ \t])"
     r"|\{\*.*?\*\}|\{:|\{[ \t]*[#.][\w-]+[^}]*\}|:(?:material|octicons|fontawesome)-[a-z0-9-]+:"
-    r"|`#!\w",
+    r"|`#!\w|^[ \t>]*\[![\w-]+\]",
     re.MULTILINE,
 )
 

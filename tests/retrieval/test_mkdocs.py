@@ -43,6 +43,11 @@ def anyio_backend() -> str:
             '=== "macOS"\n\n    ```sh\n    brew install x\n    ```\n',
             "macOS\n\n\n```sh\nbrew install x\n```\n\n",
         ),
+        # Alerts (GitHub, Obsidian): the title, or the kind, leads the quote.
+        ("> [!tip]\n> Pair it with BetterEm.", "> Tip\n>\n> Pair it with BetterEm."),
+        ("> [!new] New in 12.0\n> Added.", "> New in 12.0\n>\n> Added."),
+        ("  > > [!NOTE]-\n  > > Nested.", "  > > Note\n  > >\n  > > Nested."),
+        ("```\n> [!tip] shown\n```", "```\n> [!tip] shown\n```"),
         # PyMdown blocks, their options dropped; an html block keeps only its body.
         ("/// warning | Careful\nBody.\n///", "Careful\n\nBody.\n"),
         ("/// html | div.result\n**Shown**\n///", "**Shown**\n"),
@@ -84,6 +89,8 @@ def test_plain_markdown(source: str, expected: str) -> None:
         ("{* docs_src/a.py *}", ["{* docs_src/a.py *}"]),
         ("/// tab | A", ["///"]),
         ("an :octicons-arrow-right-24: icon", [":octicons-arrow-right-24:"]),
+        ("[!tip] Pair it with BetterEm.", ["[!tip]"]),
+        ("> [!warning]\n> Careful.", ["> [!warning]"]),
         ("```\n!!! note\n```\nclean `{: x}` text", []),
         ("Plain answer [1].", []),
     ],
