@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agentskit_chat.assistant import create_docs_assistant
+from agentskit_chat.assistant import _start, create_docs_assistant
 from agentskit_chat.retrieval import _corpus
 from agentskit_chat.retrieval._index_cache import CACHE_DIR_ENV, collector_paused
 
@@ -29,13 +29,13 @@ async def test_a_start_builds_with_the_collector_paused_and_leaves_it_as_it_was(
     monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path / "cache"))
     docs = write_docs(tmp_path / "docs")
     during: list[bool] = []
-    real = _corpus.MarkdownCorpus.from_documents
+    real = _corpus.read_corpus
 
     def watched(*args: Any, **kwargs: Any) -> Any:
         during.append(gc.isenabled())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(_corpus.MarkdownCorpus, "from_documents", watched)
+    monkeypatch.setattr(_start, "read_corpus", watched)
     if enabled:
         gc.enable()
     else:

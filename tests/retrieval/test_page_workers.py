@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import copyreg
+import pickle
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import fields
 from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -252,3 +255,66 @@ def test_an_interrupt_while_children_start_stops_those_already_started(
         read_shared(_pages(), partial(read_batch, prefix="/docs"), prefix="/docs", children=2)
     assert len(started) == 1 and started[0] is not None
     assert started[0].poll() is not None  # stopped, not left waiting for its pages
+
+
+@pytest.mark.usefixtures("small_batches")
+def test_the_childrens_batches_are_taken_in_while_this_process_still_reads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pages = _pages()
+    folders: list[Path] = []
+    waited_for: list[int] = []
+    real_read_with, real_written = _page_workers._read_with, _page_workers._written
+
+    def watched(batches: Any, read: Any, folder: Path, children: Any) -> Any:
+        folders.append(folder)
+        return real_read_with(batches, read, folder, children)
+
+    def written(folder: Path, index: int, children: Any) -> Any:
+        waited_for.append(index)
+        return real_written(folder, index, children)
+
+    monkeypatch.setattr(_page_workers, "_read_with", watched)
+    monkeypatch.setattr(_page_workers, "_written", written)
+    seen: list[str] = []
+
+    def read(batch: Sequence[SourceDocument]) -> tuple[list[Any], SectionCounts]:
+        waited = 0.0
+        while not seen and not list(folders[0].glob("*.result")):  # a child wrote one
+            assert waited < 60, "no child wrote a batch"
+            time.sleep(0.01)
+            waited += 0.01
+        seen.extend(page.path for page in batch)
+        return read_batch(batch, prefix="/docs")
+
+    read_all, counts = _flat(read_shared(pages, read, prefix="/docs", children=1))
+    assert read_all == _serial(pages)
+    assert counts == _counted(pages)
+    # The last batch, the child's first, was written while this process read its first one:
+    # it was taken in then, not waited for once this process had read all of its own.
+    theirs = len(pages) - len(seen)
+    assert theirs > 0
+    assert len(pages) - 1 not in waited_for
+    assert len(waited_for) < theirs
+
+
+def test_a_batch_crosses_from_a_child_as_the_calls_that_make_its_objects() -> None:
+    pages = _pages()
+    result = read_batch(pages, prefix="/docs")
+    assert pickle.loads(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)) == result
+    documents = [document for document, _ in result[0]]
+    readings = [reading for _, reading in result[0]]
+    made: list[Any] = [*documents, *readings]
+    made += [chunk for document in documents for chunk in document.chunks]
+    made += [heading for reading in readings for heading in reading.headings]
+    made += [command for reading in readings for command in reading.commands]
+    made += [mention for reading in readings for mention in reading.mentions]
+    kinds = {type(item) for item in made}
+    assert len(kinds) == 6  # documents, chunks, readings, headings, commands, mentions
+    for item in made:
+        reduced = copyreg.dispatch_table[type(item)](item)
+        assert isinstance(reduced, tuple) and len(reduced) == 2
+        maker, values = reduced[0], reduced[1]
+        assert maker is type(item)
+        assert values == tuple(getattr(item, field.name) for field in fields(item))
+        assert maker(*values) == item

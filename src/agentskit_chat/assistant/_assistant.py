@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Final, Literal, get_args
@@ -26,9 +26,7 @@ from agentskit_chat._terms import content_terms
 from agentskit_chat.answers import (
     ArtifactBuild,
     DeterministicAnswerResolver,
-    DocsFolder,
     SourceDocument,
-    build_local_knowledge_artifact,
     create_deterministic_answer_resolver,
 )
 from agentskit_chat.errors import ConfigurationError
@@ -43,21 +41,11 @@ from agentskit_chat.protocol import (
 from agentskit_chat.protocol._types import is_safe_id
 from agentskit_chat.retrieval import (
     IndexReport,
-    MarkdownCorpus,
     RelevanceRule,
     RelevantRetriever,
     RetrievedChunk,
     SQLiteFTSRetriever,
-    TermWeights,
     guides_first,
-    read_docs_folder,
-)
-from agentskit_chat.retrieval._corpus import section_counts
-from agentskit_chat.retrieval._index_cache import (
-    IndexNow,
-    StartParts,
-    cached_start,
-    collector_paused,
 )
 from agentskit_chat.service import (
     AskService,
@@ -78,6 +66,7 @@ from ._backend import (
     subject_of,
 )
 from ._sections import SectionAnswers
+from ._start import start_parts
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -237,13 +226,19 @@ class DocsAssistant:
 
     async def _build(self) -> _State:
         generator = self._resolve_generator()
-        # The folder is read once: exact answers and retrieval see the very same pages.
-        folder = await anyio.to_thread.run_sync(read_docs_folder, self.docs_dir)
-        if self._index_path is None:
-            # The start cache: while no page changes, no page is parsed (docs/retrieval.md).
-            start, index = await anyio.to_thread.run_sync(self._cached_start, folder)
-        else:
-            start = await anyio.to_thread.run_sync(self._make_start, folder)
+        # The folder is read once: exact answers and retrieval see the very same pages. With
+        # the start cache, while no page changes, no page is parsed (docs/retrieval.md).
+        start_now = partial(
+            start_parts,
+            self.docs_dir,
+            site_id=self.site_id,
+            href_prefix=self._href_prefix,
+            index_path=self._index_path,
+            now=self._now,
+        )
+        folder, start, index = await anyio.to_thread.run_sync(start_now)
+        if index is None:  # an index file of its own
+            assert self._index_path is not None
             await anyio.to_thread.run_sync(self._make_index_folder)
             index = await SQLiteFTSRetriever.open(self._index_path, corpus=start.corpus)
         corpus, build = start.corpus, start.build
@@ -320,26 +315,6 @@ class DocsAssistant:
             return AnalystGenerator(model)
         return PydanticAIGenerator(model)
 
-    def _cached_start(self, folder: DocsFolder) -> tuple[StartParts, SQLiteFTSRetriever]:
-        with collector_paused():  # millions of objects made, few of them garbage in cycles
-            return cached_start(
-                folder,
-                site_id=self.site_id,
-                href_prefix=self._href_prefix,
-                make=lambda index_now: self._make_start(folder, index_now),
-            )
-
-    def _make_start(self, folder: DocsFolder, index_now: IndexNow | None = None) -> StartParts:
-        # Each page is parsed once, by the chunker, which keeps what the artifact reads of it.
-        with collector_paused():
-            corpus, weights, vocabulary = self._load_corpus(folder, index_now)
-            return StartParts(corpus, self._build_artifact(folder), weights, vocabulary)
-
-    def _build_artifact(self, folder: DocsFolder) -> ArtifactBuild:
-        return build_local_knowledge_artifact(
-            folder, site_id=self.site_id, href_prefix=self._href_prefix, now=self._now
-        )
-
     def _create_resolver(self, build: ArtifactBuild) -> DeterministicAnswerResolver:
         # Verified again from its text (the model the build decoded from it, proved anew):
         # decoding the text is a quarter of the work of dumping the model to decode it.
@@ -349,19 +324,6 @@ class DocsAssistant:
             expected_site_id=self.site_id,
             now=self._now,
         )
-
-    def _load_corpus(
-        self, folder: DocsFolder, index_now: IndexNow | None = None
-    ) -> tuple[MarkdownCorpus, TermWeights, Counter[str]]:
-        corpus = MarkdownCorpus.from_documents(
-            folder.documents, href_prefix=self._href_prefix, root=folder.root
-        )
-        if index_now is not None:
-            index_now(corpus)  # the start cache writes the search index meanwhile
-        # Counted as the pages were read (a large folder: in child processes too); the words
-        # are what a misspelled word of a question is corrected to: the words the docs write.
-        counts = section_counts(corpus)
-        return corpus, TermWeights(counts.terms, counts.sections), counts.words
 
     def _make_index_folder(self) -> None:
         assert self._index_path is not None

@@ -15,8 +15,16 @@ from pathlib import Path, PurePosixPath
 from agentskit_chat._doclinks import github_slug
 from agentskit_chat._terms import know_stems
 from agentskit_chat.answers import SourceDocument, is_markdown_name
+from agentskit_chat.answers._front_matter import DeclaredEntry
+from agentskit_chat.answers._markdown import (
+    Command,
+    Heading,
+    keep_reading,
+    page_reading,
+    parse_page,
+)
 from agentskit_chat.answers._markdown import MarkdownDocument as PageReading
-from agentskit_chat.answers._markdown import keep_reading, page_reading, parse_page
+from agentskit_chat.answers._mentions import Mention
 from agentskit_chat.errors import ConfigurationError
 from agentskit_chat.protocol import is_safe_href
 
@@ -29,7 +37,7 @@ from ._chunker import (
     chunk_page,
 )
 from ._docs_folder import read_docs_folder
-from ._page_workers import children_for, read_shared
+from ._page_workers import PageWorkers, children_for, pickle_by_fields
 from ._section_counts import SectionCounts, count_sections
 
 __all__ = [
@@ -42,6 +50,7 @@ __all__ = [
     "chunk_markdown",
     "github_slug",
     "load_markdown_corpus",
+    "read_corpus",
 ]
 
 
@@ -98,12 +107,7 @@ class MarkdownCorpus:
             ConfigurationError: ``href_prefix`` cannot start a safe link.
             BuildError: a page yields a link that is not safe (a path over 2,048 units).
         """
-        prefix = _checked_prefix(href_prefix)
-        pages = sorted(documents, key=lambda page: page.path)
-        chunked, counts = _documents(pages, prefix=prefix, children=children_for(pages))
-        corpus = cls(chunked, prefix, root)
-        object.__setattr__(corpus, "_counts", counts)
-        return corpus
+        return read_corpus(documents, href_prefix=href_prefix, root=root)
 
     @classmethod
     def from_texts(cls, texts: Mapping[str, str], *, href_prefix: str = "/docs") -> MarkdownCorpus:
@@ -158,6 +162,31 @@ def load_markdown_corpus(docs_dir: str | Path, *, href_prefix: str = "/docs") ->
     )
 
 
+def read_corpus(
+    documents: Iterable[SourceDocument],
+    *,
+    href_prefix: str = "/docs",
+    root: Path | None = None,
+    workers: PageWorkers | None = None,
+) -> MarkdownCorpus:
+    """:meth:`MarkdownCorpus.from_documents`, read with ``workers`` when given (children
+    started while the folder was read: they read pages with this process however large the
+    folder, and are stopped when it is read).
+
+    Raises:
+        ConfigurationError: ``href_prefix`` cannot start a safe link.
+        BuildError: a page yields a link that is not safe (a path over 2,048 units).
+    """
+    prefix = _checked_prefix(href_prefix)
+    pages = sorted(documents, key=lambda page: page.path)
+    chunked, counts = _documents(
+        pages, prefix=prefix, children=children_for(pages), workers=workers
+    )
+    corpus = MarkdownCorpus(chunked, prefix, root)
+    object.__setattr__(corpus, "_counts", counts)
+    return corpus
+
+
 def chunk_markdown(text: str, *, path: str, href_prefix: str = "/docs") -> MarkdownDocument:
     """Chunk one Markdown text as the document at ``path`` (relative, ``.md`` or ``.markdown``).
 
@@ -195,14 +224,19 @@ def _section_text(chunk: MarkdownChunk) -> str:
 
 
 def _documents(
-    pages: Sequence[SourceDocument], *, prefix: str, children: int
+    pages: Sequence[SourceDocument],
+    *,
+    prefix: str,
+    children: int,
+    workers: PageWorkers | None = None,
 ) -> tuple[tuple[MarkdownDocument, ...], SectionCounts | None]:
-    """Every page chunked, in order; with ``children``, read in batches by child processes
-    too (a large folder, :mod:`._page_workers`), which gives the very same documents, and the
-    sections counted batch by batch."""
-    if not children:
+    """Every page chunked, in order; with ``children`` (or ``workers`` that started some),
+    read in batches by child processes too (a large folder, :mod:`._page_workers`), which
+    gives the very same documents, and the sections counted batch by batch."""
+    helpers = PageWorkers() if workers is None else workers
+    if not children and not helpers.started:
         return tuple(_document(page, prefix=prefix) for page in pages), None
-    batches = read_shared(
+    batches = helpers.read(
         pages, partial(read_batch, prefix=prefix), prefix=prefix, children=children
     )
     counts = SectionCounts()
@@ -218,6 +252,12 @@ def _documents(
         keep_reading(page, reading)
         documents.append(document)
     return tuple(documents), counts
+
+
+# What read_batch gives, as a child sends it back (every class its result holds).
+pickle_by_fields(
+    MarkdownDocument, MarkdownChunk, PageReading, Heading, Command, Mention, DeclaredEntry
+)
 
 
 def read_batch(

@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
@@ -32,7 +33,7 @@ from agentskit_chat.answers import (
 )
 from agentskit_chat.errors import BuildError
 
-__all__ = ["SYMLINK_LEFT_OUT", "read_docs_folder", "write_artifact_build"]
+__all__ = ["SYMLINK_LEFT_OUT", "read_docs_folder", "read_docs_pages", "write_artifact_build"]
 
 #: Why a symbolic link was not read.
 SYMLINK_LEFT_OUT: Final = "symbolic links are not followed"
@@ -49,6 +50,18 @@ def read_docs_folder(docs_dir: str | Path) -> DocsFolder:
         >>> folder = read_docs_folder("docs")  # doctest: +SKIP
         >>> [page.path for page in folder.documents][:2]  # doctest: +SKIP
         ['answers.md', 'architecture.md']
+    """
+    return read_docs_pages(docs_dir)
+
+
+def read_docs_pages(
+    docs_dir: str | Path, *, reading: Callable[[int], None] | None = None
+) -> DocsFolder:
+    """:func:`read_docs_folder`, telling ``reading`` the size in bytes of the pages read so far
+    after each page: work that a large folder needs can start while the rest is read.
+
+    Raises:
+        BuildError: as :func:`read_docs_folder`; and what ``reading`` raises.
     """
     root = Path(docs_dir)
     if not root.is_dir():
@@ -80,11 +93,19 @@ def read_docs_folder(docs_dir: str | Path) -> DocsFolder:
                 skipped.append(LeftOut("file", rel, name, SYMLINK_LEFT_OUT))
             else:
                 found.append((rel, path))
-    documents = tuple(_read_page(root, rel, path) for rel, path in sorted(found))
-    return DocsFolder(root, documents, tuple(sorted(skipped, key=lambda item: item.file)))
+    documents: list[SourceDocument] = []
+    size = 0
+    for rel, path in sorted(found):
+        page, taken = _read_page(root, rel, path)
+        documents.append(page)
+        size += taken
+        if reading is not None:
+            reading(size)
+    return DocsFolder(root, tuple(documents), tuple(sorted(skipped, key=lambda item: item.file)))
 
 
-def _read_page(root: Path, rel: str, path: Path) -> SourceDocument:
+def _read_page(root: Path, rel: str, path: Path) -> tuple[SourceDocument, int]:
+    """The page, and its size in bytes."""
     display = str(root / rel)
     try:
         data = path.read_bytes()
@@ -97,7 +118,7 @@ def _read_page(root: Path, rel: str, path: Path) -> SourceDocument:
     except UnicodeDecodeError as exc:
         line = content[: exc.start].count(b"\n") + 1
         raise BuildError("the file is not valid UTF-8", file=display, line=line) from None
-    return SourceDocument.from_text(rel, text, display=display, sha256=digest)
+    return SourceDocument.from_text(rel, text, display=display, sha256=digest), len(data)
 
 
 def _temp_file(directory: Path, name: str, data: bytes) -> Path:

@@ -12,6 +12,12 @@ and never imports the application's ``__main__``. No child is started inside a
 ``multiprocessing`` child (a uvicorn worker: the workers share the cores already) or from a
 frozen application.
 
+Children may start before the pages are known (:class:`PageWorkers`): a start that will parse
+its pages starts them as soon as the part of the folder read so far is large enough, and their
+interpreters start while the rest is read. This process takes in the children's batches as
+they are written, between batches of its own; their objects cross as the calls that make them
+(:func:`pickle_by_fields`), not as slotted dataclasses' state.
+
 The result is the serial one exactly: every batch is read by the same pure function, and the
 batches are put back in page order. A child that fails for any reason (it cannot start, it
 exits, a page of its batch raises) costs time only: a batch it claimed and did not write is
@@ -20,6 +26,8 @@ read here, in order, so a page that cannot be read raises here what it raises wh
 
 from __future__ import annotations
 
+import copyreg
+import dataclasses
 import gc
 import json
 import os
@@ -30,13 +38,26 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from multiprocessing import parent_process
+from operator import attrgetter
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from agentskit_chat.answers import SourceDocument
 
-__all__ = ["MAX_CHILDREN", "MIN_SHARED_CHARS", "children_for", "read_shared", "serve"]
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+__all__ = [
+    "MAX_CHILDREN",
+    "MIN_SHARED_CHARS",
+    "PageWorkers",
+    "children_for",
+    "pickle_by_fields",
+    "read_shared",
+    "serve",
+]
 
 T = TypeVar("T")
 
@@ -68,6 +89,11 @@ def children_for(pages: Sequence[SourceDocument]) -> int:
     """
     if sum(len(page.text) for page in pages) < MIN_SHARED_CHARS:
         return 0
+    return _helpers()
+
+
+def _helpers() -> int:
+    """How many children help read a large folder here (see :func:`children_for`)."""
     if getattr(sys, "frozen", False) or not sys.executable or parent_process() is not None:
         return 0
     return max(0, min(_cores() - 1, MAX_CHILDREN))
@@ -87,34 +113,103 @@ def read_shared(
     children: int,
 ) -> list[T]:
     """``read(batch)`` of each batch of ``pages``, in order, read here and by ``children``
-    child processes.
+    child processes (:meth:`PageWorkers.read` with children started now).
 
     A child reads a batch with :func:`~agentskit_chat.retrieval._corpus.read_batch` and
     ``prefix``: ``read`` must read a batch just as that does.
     """
-    batches = _batches(pages)
-    try:
-        folder = Path(tempfile.mkdtemp(prefix="agentskit-pages-"))
-    except OSError:  # no temporary folder: read here alone
-        return [read(batch) for batch in batches]
-    started: list[subprocess.Popen[bytes] | None] = []
-    try:
-        for _ in range(children):  # one by one: an interrupt stops those already started
-            started.append(_start(folder))
-        # Written while the children start, and renamed into place whole.
-        written = folder / f"{_PAGES}.partial"
+    return PageWorkers().read(pages, read, prefix=prefix, children=children)
+
+
+class PageWorkers:
+    """The child processes that help one read of pages: started when the pages are read
+    (:meth:`read`), or earlier, while the folder is still being read (:meth:`reading`), so
+    that a child's start (a fresh Python importing the package) overlaps that reading.
+
+    Used once: :meth:`read` stops the children when it returns. :meth:`close` (or leaving a
+    ``with`` block) stops children that never read, when the pages are not parsed after all
+    (the start cache held them) or reading the folder failed.
+    """
+
+    def __init__(self) -> None:
+        self._folder: Path | None = None
+        self._children: list[subprocess.Popen[bytes]] = []
+        self._closed = False
+
+    def __enter__(self) -> PageWorkers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def started(self) -> int:
+        """How many children were started and not stopped yet."""
+        return len(self._children)
+
+    def start(self, children: int) -> None:
+        """Start ``children`` children now, unless some were started already or this read is
+        over; none when no temporary folder can be made (the pages are then read here)."""
+        if self._closed or self._folder is not None or children <= 0:
+            return
         try:
-            written.write_bytes(pickle.dumps((prefix, batches), protocol=pickle.HIGHEST_PROTOCOL))
-            os.replace(written, folder / _PAGES)
-        except OSError:  # a full temporary folder: read here alone
-            return [read(batch) for batch in batches]
-        return _read_with(batches, read, folder, [child for child in started if child])
-    finally:
-        for child in started:
-            if child:
-                child.kill()
-                child.wait()
-        shutil.rmtree(folder, ignore_errors=True)
+            self._folder = Path(tempfile.mkdtemp(prefix="agentskit-pages-"))
+        except OSError:  # no temporary folder: read here alone
+            return
+        for _ in range(children):  # one by one: an interrupt stops those already started
+            child = _start(self._folder)
+            if child is not None:
+                self._children.append(child)
+
+    def reading(self, size: int) -> None:
+        """Told the size in bytes of the pages read so far: start the children as soon as
+        the folder is large enough for them (:data:`MIN_SHARED_CHARS`; a character takes at
+        least a byte), while the rest of it is read."""
+        if size >= MIN_SHARED_CHARS and self._folder is None:
+            self.start(_helpers())
+
+    def read(
+        self,
+        pages: Sequence[SourceDocument],
+        read: Callable[[Sequence[SourceDocument]], T],
+        *,
+        prefix: str,
+        children: int,
+    ) -> list[T]:
+        """``read(batch)`` of each batch of ``pages``, in order, read here and by the children
+        started already, else by ``children`` children started now; then the children are
+        stopped.
+
+        A child reads a batch with :func:`~agentskit_chat.retrieval._corpus.read_batch` and
+        ``prefix``: ``read`` must read a batch just as that does.
+        """
+        batches = _batches(pages)
+        try:
+            self.start(children)
+            if self._folder is None or self._closed:
+                return [read(batch) for batch in batches]
+            # Written while the children start, and renamed into place whole.
+            written = self._folder / f"{_PAGES}.partial"
+            try:
+                written.write_bytes(
+                    pickle.dumps((prefix, batches), protocol=pickle.HIGHEST_PROTOCOL)
+                )
+                os.replace(written, self._folder / _PAGES)
+            except OSError:  # a full temporary folder: read here alone
+                return [read(batch) for batch in batches]
+            return _read_with(batches, read, self._folder, self._children)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the children and remove their folder (nothing is read with them after)."""
+        self._closed = True
+        children, self._children = self._children, []
+        for child in children:
+            child.kill()
+            child.wait()
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
 
 
 def _start(folder: Path) -> subprocess.Popen[bytes] | None:
@@ -138,6 +233,7 @@ def _read_with(
 ) -> list[T]:
     results: dict[int, T] = {}
     mine: set[int] = set()
+    theirs = len(batches) - 1  # the next batch a child may have written, from the last on
     for index in range(len(batches)):
         if not _claim(folder, index):
             break  # the children claim from the last batch on: the rest is theirs
@@ -146,6 +242,13 @@ def _read_with(
             results[index] = read(batches[index])
         except Exception:  # read again below, in page order, to raise
             continue
+        # The children's batches written meanwhile are taken in now, while they still read:
+        # fewer are left to load at the end, when no child helps any more.
+        while theirs > index and (folder / f"{theirs}.result").exists():
+            taken: tuple[T] | None = _result(folder, theirs)
+            if taken is not None:  # else read here below
+                results[theirs] = taken[0]
+            theirs -= 1
     read_all: list[T] = []
     for index, batch in enumerate(batches):
         if index in results:
@@ -181,13 +284,40 @@ def _written(
                 child.kill()
             return None
         time.sleep(_POLL)
+    return _result(folder, index)
+
+
+def _result(folder: Path, index: int) -> tuple[T] | None:
+    """The batch a child wrote; ``None`` when its result cannot be read (read it here)."""
     try:
-        written: object = pickle.loads(result.read_bytes())  # written by our own child
-    except Exception:  # a result that cannot be read: read here
+        written: object = pickle.loads((folder / f"{index}.result").read_bytes())
+    except Exception:  # a result that cannot be read (our own child wrote it)
         return None
     if isinstance(written, tuple) and len(written) == 1:
         return written  # read_batch's result, as ``read``'s
     return None
+
+
+def pickle_by_fields(*classes: type[DataclassInstance]) -> None:
+    """Pickle the objects of the dataclasses ``classes`` as the call that makes them: the
+    class and its fields' values, in order. A batch's result (thousands of chunks and
+    headings) then crosses from a child in half the time: a slotted dataclass's own state
+    runs a Python function that lists its fields for every object, each way.
+
+    Only for classes that make the very same object again from their fields' values (no
+    ``__post_init__``, no field left out of ``__init__``).
+    """
+    for cls in classes:
+        names = tuple(field.name for field in dataclasses.fields(cls))
+        assert len(names) > 1  # attrgetter gives a tuple
+        copyreg.pickle(cls, partial(_made_from, attrgetter(*names)))
+
+
+def _made_from(
+    values: Callable[[DataclassInstance], tuple[object, ...]], made: DataclassInstance
+) -> tuple[type[DataclassInstance], tuple[object, ...]]:
+    """How :func:`pickle_by_fields` pickles ``made``: its class, called with its values."""
+    return type(made), values(made)
 
 
 def _batches(pages: Sequence[SourceDocument]) -> list[Sequence[SourceDocument]]:

@@ -1,0 +1,88 @@
+"""A docs assistant's start: its folder read once, and what it builds from the pages.
+
+The pages are parsed once, by the chunker, which keeps on each page what the artifact producer
+reads of it. With the start cache (no index file of the assistant's own), unchanged pages are
+not parsed at all: the parts and the index are read back (``retrieval._index_cache``).
+
+A large folder's pages are parsed by child processes too (``retrieval._page_workers``). When
+the pages will be parsed (an index file of its own, or nothing cached yet for the folder) the
+children start while the folder is still being read: their interpreters' start overlaps it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+
+from agentskit_chat.answers import DocsFolder, build_local_knowledge_artifact
+from agentskit_chat.retrieval import SQLiteFTSRetriever, TermWeights
+from agentskit_chat.retrieval._corpus import read_corpus, section_counts
+from agentskit_chat.retrieval._docs_folder import read_docs_pages
+from agentskit_chat.retrieval._index_cache import (
+    IndexNow,
+    StartParts,
+    cached_start,
+    collector_paused,
+    holds_entry,
+)
+from agentskit_chat.retrieval._page_workers import PageWorkers
+
+__all__ = ["start_parts"]
+
+
+def start_parts(
+    docs_dir: Path,
+    *,
+    site_id: str,
+    href_prefix: str,
+    index_path: Path | None,
+    now: Callable[[], datetime] | None,
+) -> tuple[DocsFolder, StartParts, SQLiteFTSRetriever | None]:
+    """The folder as read, the parts built from its pages, and (with the start cache, when
+    ``index_path`` is ``None``) the search index; ``None`` for an index file of its own,
+    which the caller opens and updates.
+
+    Synchronous (file, SQLite and child process work): call it in a worker thread.
+
+    Raises:
+        BuildError: the folder is missing, holds no Markdown, or a page is unreadable.
+        ConfigurationError: ``href_prefix`` cannot start a safe link.
+    """
+    with PageWorkers() as workers:
+        parsed = index_path is not None or not holds_entry(docs_dir)
+        folder = read_docs_pages(docs_dir, reading=workers.reading if parsed else None)
+        make = partial(
+            _make, folder, site_id=site_id, href_prefix=href_prefix, now=now, workers=workers
+        )
+        if index_path is not None:
+            return folder, make(None), None
+        with collector_paused():  # millions of objects made, few of them garbage in cycles
+            parts, index = cached_start(folder, site_id=site_id, href_prefix=href_prefix, make=make)
+        return folder, parts, index
+
+
+def _make(
+    folder: DocsFolder,
+    index_now: IndexNow | None,
+    *,
+    site_id: str,
+    href_prefix: str,
+    now: Callable[[], datetime] | None,
+    workers: PageWorkers,
+) -> StartParts:
+    with collector_paused():
+        corpus = read_corpus(
+            folder.documents, href_prefix=href_prefix, root=folder.root, workers=workers
+        )
+        if index_now is not None:
+            index_now(corpus)  # the start cache writes the search index meanwhile
+        # Counted as the pages were read (a large folder: in child processes too); the words
+        # are what a misspelled word of a question is corrected to: the words the docs write.
+        counts = section_counts(corpus)
+        weights = TermWeights(counts.terms, counts.sections)
+        build = build_local_knowledge_artifact(
+            folder, site_id=site_id, href_prefix=href_prefix, now=now
+        )
+        return StartParts(corpus, build, weights, counts.words)
