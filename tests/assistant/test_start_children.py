@@ -18,6 +18,7 @@ from agentskit_chat.answers import build_local_knowledge_artifact
 from agentskit_chat.assistant import create_docs_assistant
 from agentskit_chat.errors import BuildError
 from agentskit_chat.retrieval import MarkdownCorpus, _docs_folder, _page_workers, read_docs_folder
+from agentskit_chat.retrieval._corpus import read_corpus
 from agentskit_chat.retrieval._index_cache import CACHE_DIR_ENV
 
 from ._support import NOW
@@ -144,3 +145,23 @@ def test_a_read_of_a_small_folder_starts_no_child(
         assert folder.documents
         assert workers.started == 0
     assert children.started == []
+
+
+def test_no_room_for_children_is_found_once_and_the_pages_are_read_here(
+    children: Children, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tries: list[str] = []
+
+    def full(prefix: str) -> str:
+        tries.append(prefix)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("tempfile.mkdtemp", full)
+    with _page_workers.PageWorkers() as workers:
+        folder = _docs_folder.read_docs_pages(PROJECT_DOCS, reading=workers.reading)
+        assert len(folder.documents) > 20
+        assert len(tries) == 1  # tried when the folder was large enough, not for every page
+        corpus = read_corpus(folder.documents, root=folder.root, workers=workers)
+    assert children.started == []
+    serial = MarkdownCorpus.from_documents(read_docs_folder(PROJECT_DOCS).documents)
+    assert corpus.documents == serial.documents

@@ -135,6 +135,7 @@ class PageWorkers:
         self._folder: Path | None = None
         self._children: list[subprocess.Popen[bytes]] = []
         self._closed = False
+        self._large = False  # whether the pages read so far were large enough for children
 
     def __enter__(self) -> PageWorkers:
         return self
@@ -165,7 +166,8 @@ class PageWorkers:
         """Told the size in bytes of the pages read so far: start the children as soon as
         the folder is large enough for them (:data:`MIN_SHARED_CHARS`; a character takes at
         least a byte), while the rest of it is read."""
-        if size >= MIN_SHARED_CHARS and self._folder is None:
+        if size >= MIN_SHARED_CHARS and not self._large:
+            self._large = True
             self.start(_helpers())
 
     def read(
