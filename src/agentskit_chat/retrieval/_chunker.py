@@ -12,7 +12,7 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Final
 
@@ -24,7 +24,6 @@ from agentskit_chat.errors import BuildError
 from agentskit_chat.protocol import is_safe_href
 from agentskit_chat.protocol._text import js_trim, utf16_len
 
-from ._link_context import PageLink, page_links
 from ._page_sections import page_sections
 
 __all__ = [
@@ -93,18 +92,12 @@ class MarkdownChunk:
 
 @dataclass(frozen=True, slots=True)
 class MarkdownDocument:
-    """One Markdown file: its title, the SHA-256 of its content, and its chunks in order.
-
-    ``links`` are its links to other Markdown pages of the folder, with the text around each
-    (:mod:`._link_context`): what the search index gives the sections they point at. They are
-    not compared, and a corpus read back from the start cache has none (its index holds them).
-    """
+    """One Markdown file: its title, the SHA-256 of its content, and its chunks in order."""
 
     path: str
     title: str
     sha256: str
     chunks: tuple[MarkdownChunk, ...]
-    links: tuple[PageLink, ...] = field(default=(), compare=False, repr=False)
 
 
 def _base(kind: str) -> str:
@@ -241,7 +234,6 @@ def chunk_page(source: SourceDocument, tokens: Sequence[Token], *, prefix: str) 
     title_heading = first if first is not None and first.level == 1 else None
     if title_heading is not None:
         sections[0].blocks.extend(title_heading.blocks)
-        sections[0].links.extend(title_heading.links)
         del sections[1]
     doc_title = (
         _clip_title(front_title or (title_heading.heading if title_heading else ""))
@@ -276,5 +268,4 @@ def chunk_page(source: SourceDocument, tokens: Sequence[Token], *, prefix: str) 
                     document_title=doc_title,
                 )
             )
-    links = page_links(path, (link for section in sections for link in section.links))
-    return MarkdownDocument(path, doc_title, digest, tuple(chunks), links)
+    return MarkdownDocument(path, doc_title, digest, tuple(chunks))

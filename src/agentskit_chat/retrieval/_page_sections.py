@@ -2,8 +2,7 @@
 
 The page's CommonMark tokens (one parse, shared with exact answers) become one section per
 heading, each a list of ``(kind, text)`` blocks: paragraphs, list items, table rows and code;
-what says nothing a question asks about (HTML tags, logos, rows of badges) is left out. Each
-section also keeps the links written in it, with the text around each (:mod:`._link_context`).
+what says nothing a question asks about (HTML tags, logos, rows of badges) is left out.
 """
 
 from __future__ import annotations
@@ -17,8 +16,6 @@ from markdown_it.token import Token
 
 from agentskit_chat._doclinks import HeadingSlugger
 
-from ._link_context import says_little
-
 __all__ = ["Section", "inline_text", "page_sections"]
 
 _TAG = re.compile(r"<!--.*?-->|<[^>]*>", re.DOTALL)
@@ -31,15 +28,12 @@ _LANGUAGE = re.compile(r"[a-z0-9][a-z0-9+#-]{0,19}")
 @dataclass(slots=True)
 class Section:
     """The blocks under one heading, as ``(kind, text)``: ``para``, ``item``, ``row``, ``code``
-    or ``code:<language>``; and its links, as ``(href, context)``: the paragraph, list item or
-    table row holding the link (the whole list item when the link's paragraph says little
-    more than the link)."""
+    or ``code:<language>``."""
 
     level: int  # 0 for the text before the first heading
     heading: str
     slug: str
     blocks: list[tuple[str, str]] = field(default_factory=list)  # (kind, text)
-    links: list[tuple[str, str]] = field(default_factory=list)  # (href, context)
 
 
 def _code_span(code: str) -> str:
@@ -67,25 +61,6 @@ def inline_text(token: Token, *, code: bool = True, images: bool = True) -> str:
         elif child.type == "hardbreak":
             parts.append("\n")
     return "".join(parts).strip()
-
-
-def _link_spans(token: Token) -> list[tuple[str, str]]:
-    """``(href, link text)`` of each link in the inline token."""
-    found: list[tuple[str, str]] = []
-    if "[" not in token.content:  # no link written (autolinks are never a page's)
-        return found
-    href: str | None = None
-    words: list[str] = []
-    for child in token.children or ():
-        if child.type == "link_open":
-            href, words = str(child.attrs.get("href") or ""), []
-        elif child.type == "link_close":
-            if href:
-                found.append((href, "".join(words).strip()))
-            href = None
-        elif href is not None and child.type in ("text", "code_inline"):
-            words.append(child.content)
-    return found
 
 
 def _table_row(cells: Sequence[str], *, header: bool) -> str:
@@ -147,10 +122,6 @@ def page_sections(page_tokens: Sequence[Token]) -> list[Section]:
     marker: str | None = None
     row: list[str] | None = None
     row_images = False  # whether a cell held only images (a row of badges)
-    row_links: list[str] = []  # the links of the open row
-    # The open list items, innermost last: their texts, and the links that take the item's
-    # whole text as their context (their own paragraph says little more than the link).
-    items: list[tuple[list[str], list[str]]] = []
     head_at: int | None = None  # where the open table's header row is, in its section
     in_head = False
     index = 0
@@ -164,25 +135,15 @@ def page_sections(page_tokens: Sequence[Token]) -> list[Section]:
             continue
         if token.type == "list_item_open":
             marker = f"{token.info}{token.markup} " if token.info else "- "
-            items.append(([], []))
-        elif token.type == "list_item_close" and items:
-            texts, waiting = items.pop()
-            if waiting:
-                whole = " ".join(texts)
-                sections[-1].links.extend((href, whole) for href in waiting)
-            if items:
-                items[-1][0].extend(texts)
         elif token.type == "thead_open":
             in_head = True
         elif token.type == "thead_close":
             in_head = False
         elif token.type == "tr_open":
-            row, row_images, row_links = [], False, []
+            row, row_images = [], False
         elif token.type == "tr_close" and row is not None:
             # A row of badges or logos (images beside at most a label) says nothing.
             badges = row_images and sum(1 for cell in row if cell) <= 1
-            if not badges:
-                sections[-1].links.extend((href, " ".join(row)) for href in row_links)
             if in_head:
                 head_at = len(blocks)
                 blocks.append(("row", _table_row(row, header=True)))
@@ -199,16 +160,8 @@ def page_sections(page_tokens: Sequence[Token]) -> list[Section]:
             if row is not None:
                 row.append(text)
                 row_images = row_images or _only_images(token)
-                row_links.extend(href for href, _ in _link_spans(token))
             elif text:
                 blocks.append(("item", marker + text) if marker else ("para", text))
-                if items:
-                    items[-1][0].append(text)
-                for href, words in _link_spans(token):
-                    if items and says_little(text, words):
-                        items[-1][1].append(href)
-                    else:
-                        sections[-1].links.append((href, text))
             marker = None
         elif token.type in ("fence", "code_block"):
             code = token.content.rstrip("\n")

@@ -26,7 +26,6 @@ from agentskit_chat.errors import ConfigurationError, RetrievalError
 from agentskit_chat.protocol import GroundedSource
 
 from ._corpus import MarkdownCorpus
-from ._link_context import link_context
 from ._query import query_phrases, query_terms
 from ._results import (
     DEFAULT_TOP_K,
@@ -45,7 +44,7 @@ __all__ = ["INDEX_FORMAT", "SQLiteFTSRetriever", "build_index", "fts5_query", "s
 
 T = TypeVar("T")
 
-_SCHEMA_VERSION = "2"
+_SCHEMA_VERSION = "1"
 #: The index file's format, part of the key of a cached index (``_index_cache``).
 INDEX_FORMAT = f"sqlite-fts5-{_SCHEMA_VERSION}"
 _SCHEMA = """
@@ -59,33 +58,25 @@ CREATE TABLE IF NOT EXISTS chunks (
     heading TEXT NOT NULL,
     context TEXT NOT NULL,
     href TEXT NOT NULL,
-    body TEXT NOT NULL,
-    links TEXT NOT NULL
+    body TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks (path);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    heading, context, body, links, content='chunks', content_rowid='rowid',
+    heading, context, body, content='chunks', content_rowid='rowid',
     tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE TRIGGER IF NOT EXISTS chunks_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO chunks_fts (rowid, heading, context, body, links)
-    VALUES (new.rowid, new.heading, new.context, new.body, new.links);
+    INSERT INTO chunks_fts (rowid, heading, context, body)
+    VALUES (new.rowid, new.heading, new.context, new.body);
 END;
 CREATE TRIGGER IF NOT EXISTS chunks_ad AFTER DELETE ON chunks BEGIN
-    INSERT INTO chunks_fts (chunks_fts, rowid, heading, context, body, links)
-    VALUES ('delete', old.rowid, old.heading, old.context, old.body, old.links);
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_au AFTER UPDATE OF links ON chunks BEGIN
-    INSERT INTO chunks_fts (chunks_fts, rowid, heading, context, body, links)
-    VALUES ('delete', old.rowid, old.heading, old.context, old.body, old.links);
-    INSERT INTO chunks_fts (rowid, heading, context, body, links)
-    VALUES (new.rowid, new.heading, new.context, new.body, new.links);
+    INSERT INTO chunks_fts (chunks_fts, rowid, heading, context, body)
+    VALUES ('delete', old.rowid, old.heading, old.context, old.body);
 END;
 """
 _DROP = """
 DROP TRIGGER IF EXISTS chunks_ai;
 DROP TRIGGER IF EXISTS chunks_ad;
-DROP TRIGGER IF EXISTS chunks_au;
 DROP TABLE IF EXISTS chunks_fts;
 DROP TABLE IF EXISTS chunks;
 DROP TABLE IF EXISTS files;
@@ -95,13 +86,11 @@ DROP TABLE IF EXISTS meta;
 _SPREAD_FETCH = 4
 _MAX_FETCH = 200
 # Ranked and cut to the limit first (a tie broken by the chunk id, as stable as the id);
-# only the chunks kept are joined for their title, link and body (never their link context).
-# The link context weighs like the body: measured on the development questions of
-# bench/ask_quality.py, half as much found less, twice as much answered more wrongly.
+# only the chunks kept are joined for their title, link and body.
 _SEARCH = """
 SELECT c.id, c.title, c.href, c.body, ranked.score
 FROM (
-    SELECT chunks_fts.rowid AS rowid, bm25(chunks_fts, ?, ?, 1.0, 1.0) AS score, k.id AS id
+    SELECT chunks_fts.rowid AS rowid, bm25(chunks_fts, ?, ?, 1.0) AS score, k.id AS id
     FROM chunks_fts JOIN chunks AS k ON k.rowid = chunks_fts.rowid
     WHERE chunks_fts MATCH ?
     ORDER BY score, k.id
@@ -142,10 +131,7 @@ class SQLiteFTSRetriever:
     Implements the :class:`~agentskit_chat.service.Retriever` port. In BM25 a section's own
     heading (the document title for its introduction) weighs ``title_weight`` times its body,
     and what it sits under (document title, parent headings) ``context_weight`` times, so a
-    page's introduction is not outranked by every subsection that repeats the page title. What
-    other pages write around their links to a section (its link context,
-    :mod:`~agentskit_chat.retrieval._link_context`) is searched too, weighing like its body,
-    and never returned: a hit's text is the section's own.
+    page's introduction is not outranked by every subsection that repeats the page title.
     Constructing opens the index
     file (creating it if needed) and, given a corpus, indexes it incrementally: call it at
     startup, or use :meth:`open` from async code so the event loop never blocks.
@@ -434,10 +420,6 @@ class SQLiteFTSRetriever:
                 connection.execute("DELETE FROM files")
             stored = {} if rebuilt else self._manifest()
             added, updated, removed, unchanged = diff_manifests(stored, corpus.manifest)
-            changed = bool(added or updated or removed)
-            # Other pages' words: any changed page may change any section's link context.
-            linked = link_context(corpus.documents) if changed else {}
-            links = linked.get
             for path in (*updated, *removed):
                 connection.execute("DELETE FROM chunks WHERE path = ?", (path,))
                 connection.execute("DELETE FROM files WHERE path = ?", (path,))
@@ -447,17 +429,11 @@ class SQLiteFTSRetriever:
                 document = corpus.document(path)
                 assert document is not None  # the paths come from the corpus
                 chunks.extend(
-                    (c.id, c.path, c.title, c.heading, c.context, c.href, c.text, links(c.id, ""))
+                    (c.id, c.path, c.title, c.heading, c.context, c.href, c.text)
                     for c in document.chunks
                 )
                 files.append((path, document.sha256))
-            if changed and stored:
-                _relink(connection, linked)
-            _insert(
-                connection,
-                "chunks (id, path, title, heading, context, href, body, links)",
-                chunks,
-            )
+            _insert(connection, "chunks (id, path, title, heading, context, href, body)", chunks)
             _insert(connection, "files (path, sha256)", files)
             connection.execute(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES ('settings', ?)",
@@ -481,14 +457,6 @@ class SQLiteFTSRetriever:
         if self._per_page is not None:
             hits = spread_pages(hits, self._per_page)
         return hits[:limit]
-
-
-def _relink(connection: sqlite3.Connection, linked: dict[str, str]) -> None:
-    """Give the sections already indexed their link context in ``linked`` where it changed
-    (a page linking to them was added, changed or removed)."""
-    rows = connection.execute("SELECT id, links FROM chunks").fetchall()
-    stale = [(linked.get(i, ""), i) for i, links in rows if linked.get(i, "") != links]
-    connection.executemany("UPDATE chunks SET links = ? WHERE id = ?", stale)
 
 
 def _insert(connection: sqlite3.Connection, into: str, rows: Sequence[tuple[str, ...]]) -> None:
