@@ -77,6 +77,9 @@ _CRITIC_ADD: Final = re.compile(r"\{\+\+(.*?)\+\+\}|\{==(.*?)==\}")
 _CRITIC_DROP: Final = re.compile(r"\{--.*?--\}|\{>>.*?<<\}")
 _CRITIC_SWAP: Final = re.compile(r"\{~~.*?~>(.*?)~~\}")
 #: Blocks whose title is worth a paragraph (an ``html`` block's "title" is a CSS selector).
+#: The first character (after any indentation) of every line the block patterns above match:
+#: a line starting with none of them is only inline text.
+_BLOCK_STARTS: Final = frozenset("`~!?=/>;-{:*[")
 _TITLED_TEXT: Final = """
     admonition note abstract summary tldr info todo tip hint important success check done
     question help faq warning caution attention failure fail missing danger error bug
@@ -207,6 +210,10 @@ def _render(lines: Sequence[str]) -> Iterator[str]:
     index = 0
     while index < len(lines):
         line = lines[index]
+        if line.lstrip()[:1] not in _BLOCK_STARTS:  # most lines: no block syntax to look for
+            yield _inline(line)
+            index += 1
+            continue
         if _FENCE.match(line):
             end = _fence_end(lines, index)
             yield from lines[index:end]

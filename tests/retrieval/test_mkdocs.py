@@ -311,3 +311,33 @@ def test_rewrites_skipped_for_want_of_their_character_change_nothing(text: str) 
         parts += [_every_rewrite(text[last : match.start()]), _mkdocs._code_span(match)]
         last = match.end()
     assert _mkdocs._inline(text) == "".join([*parts, _every_rewrite(text[last:])])
+
+
+_BLOCK_PATTERNS = {
+    name: getattr(_mkdocs, name)
+    for name in (
+        "_FENCE",
+        "_ADMONITION",
+        "_TAB",
+        "_BLOCK",
+        "_ALERT",
+        "_SNIPPET",
+        "_CODE_INCLUDE",
+        "_MKDOCSTRINGS",
+        "_DEFINITION",
+        "_ATTRS_LINE",
+    )
+}
+
+
+@pytest.mark.parametrize("name", sorted(_BLOCK_PATTERNS))
+@settings(max_examples=200)
+@given(data=st.data())
+def test_every_line_a_block_pattern_matches_starts_with_a_block_character(
+    name: str, data: st.DataObject
+) -> None:
+    # A line starting with no block character is read as inline text at once (most lines):
+    # that is the same reading only if no block pattern can match such a line.
+    line = data.draw(st.from_regex(_BLOCK_PATTERNS[name]).filter(lambda text: "\n" not in text))
+    assert _BLOCK_PATTERNS[name].match(line)
+    assert line.lstrip()[:1] in _mkdocs._BLOCK_STARTS
