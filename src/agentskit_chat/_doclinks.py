@@ -6,6 +6,7 @@ retrieved chunk cite a section with the same ``href``.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Final
 from urllib.parse import quote
@@ -14,6 +15,8 @@ __all__ = ["INDEX_STEMS", "HeadingSlugger", "github_slug", "page_href"]
 
 #: Pages that stand for their folder: ``guides/index.md`` links to ``/docs/guides``.
 INDEX_STEMS: Final = frozenset({"index", "readme"})
+#: What a lower-cased ASCII heading loses in its anchor: all but letters, digits, " -_".
+_NOT_ASCII_KEPT: Final = re.compile(r"[^a-z0-9 _-]")
 
 
 def github_slug(text: str) -> str:
@@ -22,6 +25,8 @@ def github_slug(text: str) -> str:
     >>> github_slug("Rate limits: `429` & Retry-After!")
     'rate-limits-429--retry-after'
     """
+    if text.isascii():  # most headings: the ASCII letters and digits are its L and N characters
+        return _NOT_ASCII_KEPT.sub("", text.lower()).replace(" ", "-")
     return "".join(
         "-" if char == " " else char
         for char in text.lower()

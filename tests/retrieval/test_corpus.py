@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -164,6 +165,13 @@ def test_malformed_front_matter_is_refused_as_the_artifact_producer_refuses_it(
 )
 def test_github_slug(heading: str, slug: str) -> None:
     assert github_slug(heading) == slug
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F)) | st.text())
+def test_an_ascii_heading_gets_the_anchor_of_the_rule_for_any_heading(heading: str) -> None:
+    # ASCII headings take a shortcut: the same anchor as the rule read character by character.
+    kept = (c for c in heading.lower() if c in " -_" or unicodedata.category(c)[0] in "LMN")
+    assert github_slug(heading) == "".join("-" if c == " " else c for c in kept)
 
 
 def test_duplicate_headings_get_numbered_anchors() -> None:
