@@ -177,8 +177,10 @@ def test_a_corpus_read_with_children_keeps_each_pages_reading(
     shared = _corpus.MarkdownCorpus.from_documents(pages)
     fresh = _pages()
     alone, uncounted = _corpus._documents(fresh, prefix="/docs", children=0)
-    assert uncounted is None
+    assert uncounted == []
     assert shared.documents == alone
+    # Counted batch by batch, added up when first asked for (a start writes its index first).
+    assert shared._counts is None and len(shared._counted) > 1
     # What the assistant's term weights and vocabulary count, counted batch by batch as the
     # pages were read, is what counting every section at once gives.
     texts = [f"{chunk.title}\n{chunk.text}" for chunk in shared.chunks]

@@ -68,8 +68,10 @@ class MarkdownCorpus:
     href_prefix: str = "/docs"
     root: Path | None = None
     _by_path: dict[str, MarkdownDocument] = field(init=False, repr=False, compare=False)
-    # Counted as the pages were read, when they were read in batches (see section_counts).
+    # Counted as the pages were read, when they were read in batches (see section_counts):
+    # batch by batch, added up when first asked for.
     _counts: SectionCounts | None = field(default=None, init=False, repr=False, compare=False)
+    _counted: Sequence[SectionCounts] = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_path", {d.path: d for d in self.documents})
@@ -179,11 +181,11 @@ def read_corpus(
     """
     prefix = _checked_prefix(href_prefix)
     pages = sorted(documents, key=lambda page: page.path)
-    chunked, counts = _documents(
+    chunked, counted = _documents(
         pages, prefix=prefix, children=children_for(pages), workers=workers
     )
     corpus = MarkdownCorpus(chunked, prefix, root)
-    object.__setattr__(corpus, "_counts", counts)
+    object.__setattr__(corpus, "_counted", counted)
     return corpus
 
 
@@ -213,10 +215,22 @@ def _checked_prefix(href_prefix: str) -> str:
 def section_counts(corpus: MarkdownCorpus) -> SectionCounts:
     """The term and word counts of the corpus's sections (:mod:`._section_counts`): counted
     as the pages were read when they were read in batches (a large folder), else now. The
-    counts are the corpus's own: do not change them."""
+    counts are the corpus's own: do not change them.
+
+    A corpus read in batches adds their counts up here, once (a start writes its search index
+    meanwhile), and this process then knows the stems the children gave their pages' words
+    (the start cache keeps those of the vocabulary)."""
     if corpus._counts is not None:
         return corpus._counts
-    return count_sections(_section_text(chunk) for chunk in corpus.chunks)
+    if not corpus._counted:
+        return count_sections(_section_text(chunk) for chunk in corpus.chunks)
+    counts = SectionCounts()
+    for counted in corpus._counted:
+        counts.add(counted)
+    know_stems(counts.stems)
+    object.__setattr__(corpus, "_counts", counts)
+    object.__setattr__(corpus, "_counted", ())
+    return counts
 
 
 def _section_text(chunk: MarkdownChunk) -> str:
@@ -229,29 +243,25 @@ def _documents(
     prefix: str,
     children: int,
     workers: PageWorkers | None = None,
-) -> tuple[tuple[MarkdownDocument, ...], SectionCounts | None]:
+) -> tuple[tuple[MarkdownDocument, ...], list[SectionCounts]]:
     """Every page chunked, in order; with ``children`` (or ``workers`` that started some),
     read in batches by child processes too (a large folder, :mod:`._page_workers`), which
-    gives the very same documents, and the sections counted batch by batch."""
+    gives the very same documents, and the sections counted batch by batch (in order; none
+    when the pages were read here one by one)."""
     helpers = PageWorkers() if workers is None else workers
     if not children and not helpers.started:
-        return tuple(_document(page, prefix=prefix) for page in pages), None
+        return tuple(_document(page, prefix=prefix) for page in pages), []
     batches = helpers.read(
         pages, partial(read_batch, prefix=prefix), prefix=prefix, children=children
     )
-    counts = SectionCounts()
     read_all: list[tuple[MarkdownDocument, PageReading]] = []
-    for read, counted in batches:
+    for read, _ in batches:
         read_all.extend(read)
-        counts.add(counted)
-    # The children stemmed their pages' words: this process knows the stems now (the start
-    # cache keeps those of the vocabulary).
-    know_stems(counts.stems)
     documents: list[MarkdownDocument] = []
     for page, (document, reading) in zip(pages, read_all, strict=True):
         keep_reading(page, reading)
         documents.append(document)
-    return tuple(documents), counts
+    return tuple(documents), [counted for _, counted in batches]
 
 
 # What read_batch gives, as a child sends it back (every class its result holds).
