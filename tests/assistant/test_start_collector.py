@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from agentskit_chat.assistant import _start, create_docs_assistant
+from agentskit_chat.assistant._start import collector_paused
 from agentskit_chat.retrieval import _corpus
-from agentskit_chat.retrieval._index_cache import CACHE_DIR_ENV, collector_paused
+from agentskit_chat.retrieval._index_cache import CACHE_DIR_ENV
 
 from ._support import NOW, write_docs
 

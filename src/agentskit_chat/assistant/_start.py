@@ -7,29 +7,29 @@ not parsed at all: the parts and the index are read back (``retrieval._index_cac
 A large folder's pages are parsed by child processes too (``retrieval._page_workers``). When
 the pages will be parsed (an index file of its own, or nothing cached yet for the folder) the
 children start while the folder is still being read: their interpreters' start overlaps it.
+The cyclic garbage collector is paused while the parts are built or read back
+(:func:`collector_paused`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import gc
+import threading
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from functools import partial
 from pathlib import Path
+from typing import Final
 
 from agentskit_chat.answers import DocsFolder, build_local_knowledge_artifact
 from agentskit_chat.retrieval import SQLiteFTSRetriever, TermWeights
 from agentskit_chat.retrieval._corpus import read_corpus, section_counts
 from agentskit_chat.retrieval._docs_folder import read_docs_pages
-from agentskit_chat.retrieval._index_cache import (
-    IndexNow,
-    StartParts,
-    cached_start,
-    collector_paused,
-    holds_entry,
-)
+from agentskit_chat.retrieval._index_cache import IndexNow, StartParts, cached_start, holds_entry
 from agentskit_chat.retrieval._page_workers import PageWorkers
 
-__all__ = ["start_parts"]
+__all__ = ["collector_paused", "start_parts"]
 
 
 def start_parts(
@@ -86,3 +86,38 @@ def _make(
             folder, site_id=site_id, href_prefix=href_prefix, now=now
         )
         return StartParts(corpus, build, weights, counts.words)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused while a start builds its parts, on again afterwards
+    if it was on before (and no other start still runs).
+
+    A start makes millions of objects (a 5,000-page cold start: Markdown tokens, chunks, the
+    artifact's entries) that reference counting frees as it goes or that live on; the collector
+    walked them again and again while they were made: about a second of a six-second start.
+    """
+    with _PAUSES.lock:
+        if _PAUSES.running == 0:
+            _PAUSES.was_enabled = gc.isenabled()
+            gc.disable()
+        _PAUSES.running += 1
+    try:
+        yield
+    finally:
+        with _PAUSES.lock:
+            _PAUSES.running -= 1
+            if _PAUSES.running == 0 and _PAUSES.was_enabled:
+                gc.enable()
+
+
+class _Pauses:
+    """How many starts run with the collector paused, and whether it was on before the first."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.running = 0
+        self.was_enabled = True
+
+
+_PAUSES: Final = _Pauses()

@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import hashlib
 import os
 import secrets
 import sqlite3
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -59,7 +58,6 @@ __all__ = [
     "StartParts",
     "cache_root",
     "cached_start",
-    "collector_paused",
     "holds_entry",
     "start_key",
 ]
@@ -129,41 +127,6 @@ def _code_fingerprint() -> str:
         except OSError:
             digest.update(b"?")
     return digest.hexdigest()
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused while a start builds its parts, on again afterwards
-    if it was on before (and no other start still runs).
-
-    A start makes millions of objects (a 5,000-page cold start: Markdown tokens, chunks, the
-    artifact's entries) that reference counting frees as it goes or that live on; the collector
-    walked them again and again while they were made: about a second of a six-second start.
-    """
-    with _PAUSES.lock:
-        if _PAUSES.running == 0:
-            _PAUSES.was_enabled = gc.isenabled()
-            gc.disable()
-        _PAUSES.running += 1
-    try:
-        yield
-    finally:
-        with _PAUSES.lock:
-            _PAUSES.running -= 1
-            if _PAUSES.running == 0 and _PAUSES.was_enabled:
-                gc.enable()
-
-
-class _Pauses:
-    """How many starts run with the collector paused, and whether it was on before the first."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.running = 0
-        self.was_enabled = True
-
-
-_PAUSES: Final = _Pauses()
 
 
 def start_key(folder: DocsFolder, *, site_id: str, href_prefix: str) -> str:
