@@ -274,6 +274,32 @@ async def test_a_closed_index_raises_a_retrieval_error() -> None:
     assert "pip" not in str(caught.value)
 
 
+@pytest.mark.anyio
+async def test_an_index_copied_into_a_file_searches_the_same(tmp_path: Path) -> None:
+    built = SQLiteFTSRetriever(corpus=MarkdownCorpus.from_texts(CORPUS))
+    target = sqlite3.connect(tmp_path / "copy.sqlite3")
+    try:
+        built.copy_into(target)
+    finally:
+        target.close()
+    copied = SQLiteFTSRetriever(tmp_path / "copy.sqlite3")
+    try:
+        assert QUESTIONS
+        for question, _ in QUESTIONS:
+            found = [hit.id for hit in await built.search(question, 5)]
+            assert found
+            assert [hit.id for hit in await copied.search(question, 5)] == found
+    finally:
+        copied.close()
+        built.close()
+    target = sqlite3.connect(tmp_path / "closed.sqlite3")
+    try:
+        with pytest.raises(RetrievalError):
+            built.copy_into(target)  # closed
+    finally:
+        target.close()
+
+
 def test_a_file_that_is_not_an_index_is_refused(tmp_path: Path) -> None:
     bogus = tmp_path / "not-sqlite"
     bogus.write_bytes(b"this is not a database" * 100)

@@ -382,10 +382,10 @@ def _write_index(where: Path, temporary: Path, corpus: MarkdownCorpus) -> IndexR
         target = sqlite3.connect(temporary)
         try:
             target.execute("PRAGMA journal_mode=OFF")
-            built._connection.backup(target)
+            built.copy_into(target)
         finally:
             target.close()
-    except sqlite3.Error:
+    except (sqlite3.Error, RetrievalError):
         raise RetrievalError("The index cache file could not be written.") from None
     finally:
         built.close()

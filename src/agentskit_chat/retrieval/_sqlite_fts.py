@@ -318,6 +318,14 @@ class SQLiteFTSRetriever:
             return
         await anyio.to_thread.run_sync(self.close)
 
+    def copy_into(self, target: sqlite3.Connection) -> None:
+        """Copy the whole index into the database ``target`` (SQLite's online backup).
+
+        Raises:
+            RetrievalError: the index is closed, or the copy failed.
+        """
+        self._locked(partial(self._connection.backup, target))
+
     def close(self) -> None:
         """Close the index from synchronous code. Idempotent."""
         with self._lock:
