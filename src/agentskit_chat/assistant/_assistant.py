@@ -235,8 +235,9 @@ class DocsAssistant:
             href_prefix=self._href_prefix,
             index_path=self._index_path,
             now=self._now,
+            prepare=self._create_resolver,
         )
-        folder, start, index = await anyio.to_thread.run_sync(start_now)
+        folder, start, index, resolver = await anyio.to_thread.run_sync(start_now)
         if index is None:  # an index file of its own
             assert self._index_path is not None
             await anyio.to_thread.run_sync(self._make_index_folder)
@@ -257,7 +258,6 @@ class DocsAssistant:
             if chunk.path.lower() in _ROOT_PAGES and not chunk.heading_path
         ]
         try:
-            resolver = await anyio.to_thread.run_sync(self._create_resolver, build)
             retriever = RelevantRetriever(
                 index,
                 weights,

@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
-from agentskit_chat.answers import DocsFolder, build_local_knowledge_artifact
+from agentskit_chat.answers import ArtifactBuild, DocsFolder, build_local_knowledge_artifact
 from agentskit_chat.retrieval import SQLiteFTSRetriever, TermWeights
 from agentskit_chat.retrieval._corpus import read_corpus, section_counts
 from agentskit_chat.retrieval._docs_folder import read_docs_pages
@@ -30,6 +30,8 @@ from agentskit_chat.retrieval._index_cache import IndexNow, StartParts, cached_s
 from agentskit_chat.retrieval._page_workers import PageWorkers
 
 __all__ = ["collector_paused", "start_parts"]
+
+T = TypeVar("T")
 
 
 def start_parts(
@@ -39,10 +41,15 @@ def start_parts(
     href_prefix: str,
     index_path: Path | None,
     now: Callable[[], datetime] | None,
-) -> tuple[DocsFolder, StartParts, SQLiteFTSRetriever | None]:
-    """The folder as read, the parts built from its pages, and (with the start cache, when
-    ``index_path`` is ``None``) the search index; ``None`` for an index file of its own,
-    which the caller opens and updates.
+    prepare: Callable[[ArtifactBuild], T],
+) -> tuple[DocsFolder, StartParts, SQLiteFTSRetriever | None, T]:
+    """The folder as read, the parts built from its pages, (with the start cache, when
+    ``index_path`` is ``None``) the search index, ``None`` for an index file of its own,
+    which the caller opens and updates, and what ``prepare`` makes of the artifact build.
+
+    A build made now is prepared while the start cache's index is still being written (the
+    resolver's verification of the artifact fits in that wait); one read back from the cache
+    is prepared after.
 
     Synchronous (file, SQLite and child process work): call it in a worker thread.
 
@@ -50,17 +57,31 @@ def start_parts(
         BuildError: the folder is missing, holds no Markdown, or a page is unreadable.
         ConfigurationError: ``href_prefix`` cannot start a safe link.
     """
+    prepared: list[T] = []
     with PageWorkers() as workers:
         parsed = index_path is not None or not holds_entry(docs_dir)
         folder = read_docs_pages(docs_dir, reading=workers.reading if parsed else None)
         make = partial(
-            _make, folder, site_id=site_id, href_prefix=href_prefix, now=now, workers=workers
+            _make,
+            folder,
+            site_id=site_id,
+            href_prefix=href_prefix,
+            now=now,
+            workers=workers,
+            prepare=lambda build: prepared.append(prepare(build)),
         )
         if index_path is not None:
-            return folder, make(None), None
+            parts = make(None)
+            return folder, parts, None, prepared[0]
         with collector_paused():  # millions of objects made, few of them garbage in cycles
             parts, index = cached_start(folder, site_id=site_id, href_prefix=href_prefix, make=make)
-        return folder, parts, index
+        if not prepared:  # read back from the start cache
+            try:
+                prepared.append(prepare(parts.build))
+            except BaseException:
+                index.close()
+                raise
+        return folder, parts, index, prepared[0]
 
 
 def _make(
@@ -71,6 +92,7 @@ def _make(
     href_prefix: str,
     now: Callable[[], datetime] | None,
     workers: PageWorkers,
+    prepare: Callable[[ArtifactBuild], object],
 ) -> StartParts:
     with collector_paused():
         corpus = read_corpus(
@@ -85,6 +107,7 @@ def _make(
         build = build_local_knowledge_artifact(
             folder, site_id=site_id, href_prefix=href_prefix, now=now
         )
+        prepare(build)
         return StartParts(corpus, build, weights, counts.words)
 
 
