@@ -18,6 +18,7 @@ __all__ = [
     "check_top_k",
     "check_weight",
     "diff_manifests",
+    "spread_pages",
     "to_sources",
 ]
 
@@ -122,6 +123,23 @@ def diff_manifests(
 def to_sources(hits: Sequence[RetrievedChunk]) -> list[GroundedSource]:
     """The valid hits as grounded sources, in order."""
     return [source for hit in hits if (source := hit.to_source()) is not None]
+
+
+def spread_pages(hits: Sequence[RetrievedChunk], per_page: int) -> list[RetrievedChunk]:
+    """``hits`` with at most ``per_page`` sections of one page before every other page's.
+
+    Order is kept otherwise: a page's further sections move behind the others, so five hits
+    show five answers where a corpus repeats one page's words in every section.
+    """
+    kept: list[RetrievedChunk] = []
+    later: list[RetrievedChunk] = []
+    seen: dict[str, int] = {}
+    for hit in hits:
+        page = hit.href.partition("#")[0]
+        count = seen.get(page, 0)
+        (kept if count < per_page else later).append(hit)
+        seen[page] = count + 1
+    return kept + later
 
 
 def _clip(text: str) -> str:

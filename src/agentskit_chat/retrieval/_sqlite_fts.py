@@ -34,13 +34,14 @@ from ._results import (
     check_top_k,
     check_weight,
     diff_manifests,
+    spread_pages,
     to_sources,
 )
 
 if TYPE_CHECKING:
     from agentskit_chat.service import RetrievalRequest
 
-__all__ = ["INDEX_FORMAT", "SQLiteFTSRetriever", "build_index", "fts5_query", "spread_pages"]
+__all__ = ["INDEX_FORMAT", "SQLiteFTSRetriever", "build_index", "fts5_query"]
 
 T = TypeVar("T")
 
@@ -106,23 +107,6 @@ def fts5_query(terms: Sequence[str], phrases: Sequence[tuple[str, str]] = ()) ->
     syntax (a quoted string of two words matches them next to each other)."""
     quoted = [*terms, *(" ".join(pair) for pair in phrases)]
     return " OR ".join('"' + text.replace('"', '""') + '"' for text in quoted)
-
-
-def spread_pages(hits: Sequence[RetrievedChunk], per_page: int) -> list[RetrievedChunk]:
-    """``hits`` with at most ``per_page`` sections of one page before every other page's.
-
-    Order is kept otherwise: a page's further sections move behind the others, so five hits
-    show five answers where a corpus repeats one page's words in every section.
-    """
-    kept: list[RetrievedChunk] = []
-    later: list[RetrievedChunk] = []
-    seen: dict[str, int] = {}
-    for hit in hits:
-        page = hit.href.partition("#")[0]
-        count = seen.get(page, 0)
-        (kept if count < per_page else later).append(hit)
-        seen[page] = count + 1
-    return kept + later
 
 
 class SQLiteFTSRetriever:
