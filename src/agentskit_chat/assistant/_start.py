@@ -70,10 +70,9 @@ def start_parts(
             workers=workers,
             prepare=lambda build: prepared.append(prepare(build)),
         )
-        if index_path is not None:
-            parts = make(None)
-            return folder, parts, None, prepared[0]
         with collector_paused():  # millions of objects made, few of them garbage in cycles
+            if index_path is not None:
+                return folder, make(None), None, prepared[0]
             parts, index = cached_start(folder, site_id=site_id, href_prefix=href_prefix, make=make)
         if not prepared:  # read back from the start cache
             try:
@@ -94,21 +93,21 @@ def _make(
     workers: PageWorkers,
     prepare: Callable[[ArtifactBuild], object],
 ) -> StartParts:
-    with collector_paused():
-        corpus = read_corpus(
-            folder.documents, href_prefix=href_prefix, root=folder.root, workers=workers
-        )
-        if index_now is not None:
-            index_now(corpus)  # the start cache writes the search index meanwhile
-        # Counted as the pages were read (a large folder: in child processes too); the words
-        # are what a misspelled word of a question is corrected to: the words the docs write.
-        counts = section_counts(corpus)
-        weights = TermWeights(counts.terms, counts.sections)
-        build = build_local_knowledge_artifact(
-            folder, site_id=site_id, href_prefix=href_prefix, now=now
-        )
-        prepare(build)
-        return StartParts(corpus, build, weights, counts.words)
+    # Called with the collector paused (start_parts).
+    corpus = read_corpus(
+        folder.documents, href_prefix=href_prefix, root=folder.root, workers=workers
+    )
+    if index_now is not None:
+        index_now(corpus)  # the start cache writes the search index meanwhile
+    # Counted as the pages were read (a large folder: in child processes too); the words are
+    # what a misspelled word of a question is corrected to: the words the docs write.
+    counts = section_counts(corpus)
+    weights = TermWeights(counts.terms, counts.sections)
+    build = build_local_knowledge_artifact(
+        folder, site_id=site_id, href_prefix=href_prefix, now=now
+    )
+    prepare(build)
+    return StartParts(corpus, build, weights, counts.words)
 
 
 @contextlib.contextmanager
